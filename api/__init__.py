@@ -1,0 +1,1 @@
+"""The REST layer (DRF): thin views over the services in fleet/, jobs/ and leaderboard/."""

@@ -1,0 +1,35 @@
+"""One error shape for every endpoint: ``{"detail": ..., "errors": {field: message}}``.
+
+A database that has gone away is a 503 with a message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import DatabaseError, InterfaceError, OperationalError
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_handler
+
+log = logging.getLogger(__name__)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        log.error("database unavailable: %s", exc)
+        return Response({"detail": "the database is unavailable; retry in a few seconds"},
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
+    if isinstance(exc, DatabaseError):
+        log.exception("database error")
+        return Response({"detail": "database error; nothing was changed"},
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return drf_handler(exc, context)
+
+
+def error(message: str, status_code: int, errors: dict[str, Any] | None = None) -> Response:
+    body: dict[str, Any] = {"detail": message}
+    if errors:
+        body["errors"] = errors
+    return Response(body, status=status_code)

@@ -1,0 +1,27 @@
+"""Who may call what: platform users (procurement, providers) versus enrolled nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from api.auth import NodePrincipal
+from fleet.models import Node
+
+
+class IsPlatformUser(BasePermission):
+    message = "authenticate with your API token: 'Authorization: Token <token>'"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        user = request.user
+        return isinstance(user, AbstractBaseUser) and bool(user.is_authenticated) and user.is_active
+
+
+class IsNode(BasePermission):
+    message = "node endpoints take a node key: 'Authorization: Node <key>'"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.user, NodePrincipal) and isinstance(request.auth, Node)

@@ -1,0 +1,190 @@
+"""Request and response shapes of the REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from benchmarks.suites import SUITES, InvalidParams, resolve_params
+from fleet.models import Node, Provider
+from jobs.models import BenchmarkJob, Run, Sample
+from jobs.services import intake
+from leaderboard.models import LatestResult
+
+
+class EnrolmentTokenRequestSerializer(serializers.Serializer[Any]):
+    region = serializers.SlugField(help_text="region code, e.g. hangzhou")
+    node_name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class EnrolmentTokenSerializer(serializers.Serializer[Any]):
+    token = serializers.CharField(help_text="shown once; give it to the host's `benchctl enroll`")
+    node_name = serializers.CharField()
+    region = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+class EnrolRequestSerializer(serializers.Serializer[Any]):
+    token = serializers.CharField(max_length=128)
+    address = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    inventory = serializers.DictField(required=False, default=dict)
+
+
+class NodeCredentialsSerializer(serializers.Serializer[Any]):
+    node_id = serializers.IntegerField()
+    node_name = serializers.CharField()
+    api_url = serializers.CharField()
+    api_key = serializers.CharField(help_text="shown once; authenticates this node only")
+    broker_url = serializers.CharField()
+    broker_transport_options = serializers.DictField()
+    queue = serializers.CharField()
+    broker_acl = serializers.BooleanField()
+
+
+class NodeSerializer(serializers.ModelSerializer[Node]):
+    provider = serializers.CharField(source="provider.name")
+    provider_kind = serializers.CharField(source="provider.kind")
+    region = serializers.CharField(source="region.code")
+    province = serializers.CharField(source="region.province")
+    city = serializers.CharField(source="region.city")
+
+    class Meta:
+        model = Node
+        fields = ["id", "name", "provider", "provider_kind", "region", "province", "city",
+                  "status", "enrolled_at", "last_seen_at", "revoked_reason"]
+
+
+class ProviderSerializer(serializers.ModelSerializer[Provider]):
+    class Meta:
+        model = Provider
+        fields = ["id", "name", "kind"]
+
+
+class BenchmarkRequestSerializer(serializers.Serializer[Any]):
+    nodes = serializers.ListField(child=serializers.IntegerField(min_value=1),
+                                  min_length=1, max_length=64)
+    suite = serializers.ChoiceField(choices=sorted(SUITES))
+    params = serializers.DictField(required=False, default=dict,
+                                   help_text="overrides of the suite's documented parameters")
+
+    def validate_params(self, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            resolve_params(value)
+        except InvalidParams as exc:
+            raise serializers.ValidationError(exc.errors) from None
+        return value
+
+
+class SampleSerializer(serializers.ModelSerializer[Sample]):
+    class Meta:
+        model = Sample
+        fields = ["metric", "value", "unit", "n", "p5", "p95", "min", "max", "cv", "metadata"]
+
+
+class RunSerializer(serializers.ModelSerializer[Run]):
+    node = NodeSerializer()
+    samples = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = ["id", "node", "status", "progress", "error", "attempts", "queued_at",
+                  "started_at", "finished_at", "samples"]
+
+    def get_samples(self, run: Run) -> list[dict[str, Any]]:
+        if run.status != Run.Status.SUCCEEDED:
+            return []
+        return SampleSerializer(run.samples.all(), many=True).data  # type: ignore[return-value]
+
+
+class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
+    url = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField()
+    runs = RunSerializer(many=True)
+
+    class Meta:
+        model = BenchmarkJob
+        fields = ["id", "url", "suite", "params", "status", "created_at", "runs"]
+
+    def get_url(self, job: BenchmarkJob) -> str:
+        path = reverse("benchmark-detail", args=[job.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+    def get_status(self, job: BenchmarkJob) -> str:
+        """The job's overall state, derived from its runs."""
+        states = {r.status for r in job.runs.all()}
+        for state in ("running", "queued"):
+            if state in states:
+                return state
+        if states == {"succeeded"}:
+            return "succeeded"
+        if states == {"cancelled"}:
+            return "cancelled"
+        return "failed" if "failed" in states else "finished"
+
+
+class NodeSampleSerializer(serializers.Serializer[Any]):
+    """A sample as a host posts it; checked against the metric table (units, ranges)."""
+
+    metric = serializers.CharField(max_length=64)
+    value = serializers.FloatField()
+    unit = serializers.CharField(max_length=16)
+    n = serializers.IntegerField(required=False, default=1)
+    p5 = serializers.FloatField(required=False, allow_null=True, default=None)
+    p95 = serializers.FloatField(required=False, allow_null=True, default=None)
+    min = serializers.FloatField(required=False, allow_null=True, default=None)
+    max = serializers.FloatField(required=False, allow_null=True, default=None)
+    cv = serializers.FloatField(required=False, allow_null=True, default=None)
+    metadata = serializers.DictField(required=False, default=dict)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("each sample must be an object")
+        errors = intake.sample_errors(data)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return intake.clean_sample(data)
+
+
+class RunResultSerializer(serializers.Serializer[Any]):
+    attempt_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=["succeeded", "failed"])
+    samples = NodeSampleSerializer(many=True, required=False, default=list,
+                                   max_length=intake.MAX_SAMPLES)
+    error = serializers.CharField(required=False, allow_blank=True, default="", max_length=4000)
+    inventory = serializers.DictField(required=False, default=dict)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["status"] == "succeeded" and not attrs["samples"]:
+            raise serializers.ValidationError({"samples": "a succeeded run needs samples"})
+        return attrs
+
+
+class RunProgressSerializer(serializers.Serializer[Any]):
+    attempt_id = serializers.UUIDField()
+    progress = serializers.DictField(required=False, allow_null=True, default=None)
+
+
+class RunSpecSerializer(serializers.Serializer[Any]):
+    run_id = serializers.IntegerField()
+    attempt_id = serializers.UUIDField()
+    suite = serializers.CharField()
+    probes = serializers.ListField(child=serializers.CharField())
+    params = serializers.DictField()
+    peers = serializers.ListField(child=serializers.DictField())
+    lease_seconds = serializers.IntegerField()
+
+
+class LeaderboardEntrySerializer(serializers.ModelSerializer[LatestResult]):
+    rank = serializers.SerializerMethodField()
+    node = NodeSerializer()
+
+    class Meta:
+        model = LatestResult
+        fields = ["rank", "node", "metric", "value", "unit", "n", "p5", "p95", "cv",
+                  "measured_at", "run"]
+
+    def get_rank(self, row: LatestResult) -> int:
+        return int(self.context["ranks"][row.pk])

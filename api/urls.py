@@ -1,0 +1,23 @@
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from api.views import benchmarks, enrolment, health, leaderboard, node_agent, nodes, providers
+
+router = SimpleRouter(trailing_slash=False)
+router.register("benchmarks", benchmarks.BenchmarkViewSet, basename="benchmark")
+router.register("nodes", nodes.NodeViewSet, basename="node")
+
+urlpatterns = [
+    path("providers/<int:provider_id>/enrolment-tokens", providers.EnrolmentTokenView.as_view(),
+         name="enrolment-tokens"),
+    path("nodes/<int:node_id>/revoke", providers.NodeRevokeView.as_view(), name="node-revoke"),
+    path("enrol", enrolment.EnrolView.as_view(), name="enrol"),
+    path("leaderboard", leaderboard.LeaderboardView.as_view(), name="leaderboard"),
+    path("health", health.HealthView.as_view(), name="health"),
+    path("node/self", node_agent.NodeSelfView.as_view(), name="node-self"),
+    path("node/heartbeat", node_agent.HeartbeatView.as_view(), name="node-heartbeat"),
+    path("node/runs/<int:run_id>/claim", node_agent.ClaimView.as_view(), name="node-claim"),
+    path("node/runs/<int:run_id>/progress", node_agent.ProgressView.as_view(), name="node-progress"),
+    path("node/runs/<int:run_id>/result", node_agent.ResultView.as_view(), name="node-result"),
+    *router.urls,
+]

@@ -1,0 +1,52 @@
+"""Procurement: submit benchmark jobs, follow them, cancel them."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.errors import error
+from api.serializers import BenchmarkJobSerializer, BenchmarkRequestSerializer
+from jobs.models import BenchmarkJob
+from jobs.services import lifecycle, submission
+
+
+class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = BenchmarkJobSerializer
+
+    def get_queryset(self) -> QuerySet[BenchmarkJob]:
+        # A client sees only its own jobs; another's answers 404, as if it did not exist.
+        return (BenchmarkJob.objects.filter(owner=self.request.user).order_by("-id")
+                .prefetch_related("runs__node__provider", "runs__node__region", "runs__samples"))
+
+    @extend_schema(
+        request=BenchmarkRequestSerializer, responses={202: BenchmarkJobSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
+                                     description="same key and body return the same job")],
+    )
+    def create(self, request: Request) -> Response:
+        body = BenchmarkRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            job, _ = submission.submit(
+                request.user, body.validated_data["nodes"], body.validated_data["suite"],  # type: ignore[arg-type]
+                body.validated_data["params"],
+                idempotency_key=request.headers.get("Idempotency-Key", "")[:128],
+            )
+        except submission.SubmissionError as exc:
+            return error(str(exc), exc.status, {exc.field: str(exc)} if exc.field else None)
+        job = self.get_queryset().get(pk=job.pk)
+        data = BenchmarkJobSerializer(job, context={"request": request}).data
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
+
+    @extend_schema(request=None, responses={200: BenchmarkJobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = self.get_object()
+        lifecycle.cancel(job)
+        job = self.get_queryset().get(pk=job.pk)
+        return Response(BenchmarkJobSerializer(job, context={"request": request}).data)

@@ -1,0 +1,32 @@
+"""A host exchanges its one-time token for its credentials."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.errors import error
+from api.serializers import EnrolRequestSerializer, NodeCredentialsSerializer
+from fleet.services import enrolment
+
+
+class EnrolView(APIView):
+    # The one-time token is the credential here.
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=EnrolRequestSerializer, responses={201: NodeCredentialsSerializer})
+    def post(self, request: Request) -> Response:
+        body = EnrolRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            creds = enrolment.redeem(body.validated_data["token"], body.validated_data["address"],
+                                     body.validated_data["inventory"])
+        except enrolment.EnrolmentError as exc:
+            return error(str(exc), exc.status)
+        return Response(NodeCredentialsSerializer(creds.as_config()).data,
+                        status=status.HTTP_201_CREATED)

@@ -1,0 +1,29 @@
+"""Liveness and configuration warnings (e.g. running without per-node broker users)."""
+
+from __future__ import annotations
+
+from django.db import connection
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fleet.services.broker import acl_mode_warning
+
+
+class HealthView(APIView):
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: inline_serializer("Health", {
+        "status": serializers.CharField(), "database": serializers.CharField(),
+        "node_broker_acl": serializers.BooleanField(),
+        "warnings": serializers.ListField(child=serializers.CharField())})})
+    def get(self, request: Request) -> Response:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        warning = acl_mode_warning()
+        return Response({"status": "ok", "database": "ok", "node_broker_acl": warning is None,
+                         "warnings": [warning] if warning else []})

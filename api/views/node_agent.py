@@ -1,0 +1,81 @@
+"""Endpoints a node worker calls with its node key, for its own runs only."""
+
+from __future__ import annotations
+
+import uuid
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.auth import NodeKeyAuthentication
+from api.errors import error
+from api.permissions import IsNode
+from api.serializers import NodeSerializer, RunProgressSerializer, RunResultSerializer, RunSpecSerializer
+from fleet.models import Node
+from jobs.services import lifecycle
+
+_Ack = inline_serializer("Ack", {"status": serializers.CharField()})
+
+
+class NodeView(APIView):
+    authentication_classes = [NodeKeyAuthentication]
+    permission_classes = [IsNode]
+
+    @property
+    def node(self) -> Node:
+        assert isinstance(self.request.auth, Node)
+        return self.request.auth
+
+
+class NodeSelfView(NodeView):
+    @extend_schema(responses={200: NodeSerializer})
+    def get(self, request: Request) -> Response:
+        return Response(NodeSerializer(self.node).data)
+
+
+class HeartbeatView(NodeView):
+    @extend_schema(request=None, responses={200: _Ack})
+    def post(self, request: Request) -> Response:
+        # Authentication already stamped last_seen_at.
+        return Response({"status": "ok"})
+
+
+class ClaimView(NodeView):
+    @extend_schema(request=None, responses={200: RunSpecSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        try:
+            claim = lifecycle.claim(self.node, run_id)
+        except lifecycle.LifecycleError as exc:
+            return error(str(exc), exc.status)
+        return Response(RunSpecSerializer(claim.spec()).data)
+
+
+class ProgressView(NodeView):
+    @extend_schema(request=RunProgressSerializer, responses={200: _Ack})
+    def post(self, request: Request, run_id: int) -> Response:
+        body = RunProgressSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            lifecycle.renew(self.node, run_id, body.validated_data["attempt_id"],
+                            body.validated_data["progress"])
+        except lifecycle.LifecycleError as exc:
+            return error(str(exc), exc.status)
+        return Response({"status": "ok"})
+
+
+class ResultView(NodeView):
+    @extend_schema(request=RunResultSerializer, responses={200: _Ack})
+    def post(self, request: Request, run_id: int) -> Response:
+        body = RunResultSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            stored = lifecycle.finish(self.node, run_id, uuid.UUID(str(data["attempt_id"])),
+                                      data["status"] == "succeeded", data["samples"],
+                                      data["error"], data["inventory"])
+        except lifecycle.LifecycleError as exc:
+            return error(str(exc), exc.status)
+        return Response({"status": "stored" if stored else "already stored"})

@@ -1,0 +1,18 @@
+"""The catalogue of enrolled nodes that procurement can benchmark."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import viewsets
+
+from api.serializers import NodeSerializer
+from fleet.models import Node
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
+    serializer_class = NodeSerializer
+    filterset_fields = {"region__code": ["exact"], "region__province": ["iexact"],
+                        "provider__name": ["iexact"], "status": ["exact"]}
+
+    def get_queryset(self) -> QuerySet[Node]:
+        return Node.objects.select_related("provider", "region").order_by("id")

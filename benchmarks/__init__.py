@@ -1,0 +1,1 @@
+"""Benchmark suites, runners and parsers for measurement tool output."""

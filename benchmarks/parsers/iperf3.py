@@ -1,0 +1,195 @@
+"""Parse the JSON that ``iperf3 -J`` prints on the client (checked against 3.12).
+
+The fields used::
+
+    start.version                          "iperf 3.12"
+    start.test_start.num_streams           1, 4, ...
+    start.test_start.reverse               0 / 1 (-R)
+    intervals[*].sum.bits_per_second
+    end.sum_sent.{bits_per_second, seconds, retransmits}
+    end.sum_received.bits_per_second
+    end.streams[*].sender.mean_rtt         microseconds, TCP only
+
+On failure iperf3 still prints JSON, with a top-level ``"error"`` string and
+mostly empty sections; that becomes ``Iperf3Error``.
+"""
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from benchmarks.parsers import ParseError
+
+_MICROSECONDS_PER_MILLISECOND = 1000.0
+
+
+class Iperf3Error(ParseError):
+    """iperf3 ran but reported a failure (e.g. connection refused).
+
+    A subclass of ``ParseError`` so "no usable result" is still one ``except``,
+    while callers that care can tell a tool failure from garbled output.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Iperf3Result:
+    sender_bps: float
+    receiver_bps: float
+    retransmits: int | None
+    mean_rtt_ms: float | None
+    duration_s: float
+    streams: int
+    reverse: bool
+    version: str
+    intervals_bps: tuple[float, ...]
+
+
+def parse_iperf3(text: str) -> Iperf3Result:
+    """Parse the stdout of one ``iperf3 -c ... -J`` client run."""
+    document = _load_object(text)
+    _raise_reported_error(document)
+
+    start = _mapping(document, "start")
+    test_start = _mapping(start, "test_start")
+    end = _mapping(document, "end")
+    sum_sent = _mapping(end, "sum_sent")
+    sum_received = _mapping(end, "sum_received")
+    reverse = _flag(test_start, "reverse")
+
+    return Iperf3Result(
+        sender_bps=_number(sum_sent, "bits_per_second"),
+        # sum_received is what the receiving peer measured: the figure that
+        # actually arrived, as opposed to what was pushed into the socket.
+        receiver_bps=_number(sum_received, "bits_per_second"),
+        retransmits=_optional_count(sum_sent, "retransmits"),
+        mean_rtt_ms=_mean_rtt_ms(_sequence(end, "streams"), reverse),
+        # The measured length of the sending side, not the requested -t: the
+        # two differ slightly and bits_per_second is computed over this one.
+        duration_s=_number(sum_sent, "seconds"),
+        streams=_count(test_start, "num_streams"),
+        reverse=reverse,
+        version=_string(start, "version"),
+        intervals_bps=tuple(
+            _number(_mapping(interval, "sum"), "bits_per_second")
+            for interval in _mappings(_sequence(document, "intervals"), "intervals")
+        ),
+    )
+
+
+def _load_object(text: str) -> Mapping[str, object]:
+    try:
+        document: object = json.loads(text)
+    except RecursionError as exc:
+        # Deeply nested input blows the decoder's stack before it can fail.
+        raise ParseError("JSON nested too deeply") from exc
+    except ValueError as exc:
+        # JSONDecodeError, and also the int-digits limit on huge integers.
+        raise ParseError(f"not valid JSON: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise ParseError("iperf3 JSON output must be an object")
+    return document
+
+
+def _raise_reported_error(document: Mapping[str, object]) -> None:
+    if "error" not in document:
+        return
+    message = document["error"]
+    # iperf3 always writes a string here; anything else is still a failure,
+    # so keep its JSON form as the message instead of losing it.
+    raise Iperf3Error(message if isinstance(message, str) else json.dumps(message))
+
+
+def _mean_rtt_ms(streams: Sequence[object], reverse: bool) -> float | None:
+    # With -R the remote end is the sender; the client never sees its TCP_INFO
+    # and iperf3 fills mean_rtt with a placeholder 0, so it means "unknown".
+    if reverse:
+        return None
+    rtts_us: list[float] = []
+    for stream in _mappings(streams, "end.streams"):
+        sender = _mapping(stream, "sender")
+        if "mean_rtt" not in sender:
+            # UDP runs and non-Linux senders have no RTT at all.
+            return None
+        rtts_us.append(_number(sender, "mean_rtt"))
+    if not rtts_us:
+        return None
+    return sum(rtts_us) / len(rtts_us) / _MICROSECONDS_PER_MILLISECOND
+
+
+def _mapping(parent: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = _field(parent, key)
+    if not isinstance(value, Mapping):
+        raise ParseError(f"{key!r} must be an object")
+    return value
+
+
+def _mappings(items: Sequence[object], where: str) -> list[Mapping[str, object]]:
+    result: list[Mapping[str, object]] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise ParseError(f"every entry of {where!r} must be an object")
+        result.append(item)
+    return result
+
+
+def _sequence(parent: Mapping[str, object], key: str) -> Sequence[object]:
+    value = _field(parent, key)
+    if not isinstance(value, list):
+        raise ParseError(f"{key!r} must be an array")
+    return value
+
+
+def _number(parent: Mapping[str, object], key: str) -> float:
+    value = _field(parent, key)
+    # bool is an int subclass; true/false is never a measurement.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParseError(f"{key!r} must be a number")
+    try:
+        result = float(value)
+    except OverflowError as exc:
+        raise ParseError(f"{key!r} is too large") from exc
+    # json.loads accepts NaN/Infinity, which no real measurement produces.
+    if not math.isfinite(result) or result < 0:
+        raise ParseError(f"{key!r} must be a finite non-negative number")
+    return result
+
+
+def _count(parent: Mapping[str, object], key: str) -> int:
+    value = _field(parent, key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParseError(f"{key!r} must be a non-negative integer")
+    return value
+
+
+def _optional_count(parent: Mapping[str, object], key: str) -> int | None:
+    # Absent for UDP and for senders whose OS does not expose retransmits.
+    if key not in parent:
+        return None
+    return _count(parent, key)
+
+
+def _flag(parent: Mapping[str, object], key: str) -> bool:
+    # iperf3 writes 0/1 here rather than JSON booleans; accept both.
+    value = _field(parent, key)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ParseError(f"{key!r} must be 0/1 or a boolean")
+
+
+def _string(parent: Mapping[str, object], key: str) -> str:
+    value = _field(parent, key)
+    if not isinstance(value, str):
+        raise ParseError(f"{key!r} must be a string")
+    return value
+
+
+def _field(parent: Mapping[str, object], key: str) -> object:
+    try:
+        return parent[key]
+    except KeyError as exc:
+        raise ParseError(f"missing field {key!r}") from exc

@@ -1,0 +1,11 @@
+"""The probe registry. A probe: a name, its parameters, and prepare / run / cleanup."""
+
+from __future__ import annotations
+
+from benchmarks.probes.base import Probe, ProbeContext, ProbeError
+from benchmarks.probes.network import NetworkProbe
+from benchmarks.probes.noop import NoopProbe
+
+PROBES: dict[str, type[Probe]] = {p.name: p for p in (NetworkProbe, NoopProbe)}
+
+__all__ = ["PROBES", "Probe", "ProbeContext", "ProbeError"]

@@ -1,0 +1,116 @@
+"""Network probe: ICMP RTT and loss with ping, TCP throughput both ways with iperf3."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Any
+
+from benchmarks import runner
+from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
+from benchmarks.parsers.ping import PingResult, parse_ping
+from benchmarks.probes.base import Peer, Probe, ProbeError
+from benchmarks.sample import Sample, summarise
+
+GBIT = 1e9
+# iperf3 -s serves one test at a time; another node may be using the reference endpoint.
+BUSY_RETRIES = 10
+
+
+class NetworkProbe(Probe):
+    name = "network"
+
+    def prepare(self) -> None:
+        for tool in ("ping", "iperf3"):
+            if shutil.which(tool) is None:
+                raise ProbeError(f"{tool} is not installed; install it (apt-get install "
+                                 f"{'iputils-ping' if tool == 'ping' else tool})")
+        if not self.ctx.peers:
+            raise ProbeError("no peers to measure against: the region has no reference endpoint")
+
+    def run(self) -> list[Sample]:
+        reps = int(self.param("repetitions"))
+        steps = len(self.ctx.peers) * (1 + 2 * reps)
+        step = 0
+        samples: list[Sample] = []
+        for peer in self.ctx.peers:
+            meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
+            step += 1
+            self.ctx.report(self.name, step, steps)
+            samples += ping_samples(self.ping(peer), meta | self.ping_params())
+            forward: list[Iperf3Result] = []
+            reverse: list[Iperf3Result] = []
+            for direction, results in ((False, forward), (True, reverse)):
+                for _ in range(reps):
+                    step += 1
+                    self.ctx.report(self.name, step, steps)
+                    results.append(self.iperf3(peer, reverse=direction))
+            samples += iperf3_samples(forward, reverse, meta | self.iperf3_params(forward[0]))
+        return samples
+
+    def ping_params(self) -> dict[str, Any]:
+        return {"tool": "ping", "count": int(self.param("ping_count")),
+                "interval_s": self.param("ping_interval")}
+
+    def iperf3_params(self, first: Iperf3Result) -> dict[str, Any]:
+        return {"tool": "iperf3", "version": first.version, "streams": first.streams,
+                "duration_s": int(self.param("iperf3_duration")),
+                "omit_s": int(self.param("iperf3_omit"))}
+
+    def ping(self, peer: Peer) -> PingResult:
+        count = int(self.param("ping_count"))
+        interval = self.param("ping_interval")
+        argv = ["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", peer.host]
+        result = runner.run(argv, timeout=count * interval + 10)
+        return parse_ping(result.stdout)
+
+    def iperf3(self, peer: Peer, reverse: bool) -> Iperf3Result:
+        duration = int(self.param("iperf3_duration"))
+        omit = int(self.param("iperf3_omit"))
+        argv = ["iperf3", "-J", "-c", peer.host, "-p", str(peer.iperf3_port),
+                "-t", str(duration), "-O", str(omit), "--connect-timeout", "3000"]
+        if reverse:
+            argv.append("-R")
+        for attempt in range(BUSY_RETRIES):
+            result = runner.run(argv, timeout=duration + omit + 20)
+            try:
+                return parse_iperf3(result.stdout)
+            except Iperf3Error as exc:
+                if "busy" not in str(exc) or attempt == BUSY_RETRIES - 1:
+                    raise ProbeError(f"iperf3 to {peer.name} ({peer.host}:{peer.iperf3_port}) "
+                                     f"failed: {exc}") from None
+                time.sleep(0.5 + attempt * 0.5)
+        raise AssertionError("unreachable")
+
+
+def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:
+    """RTT figures from one ping run; loss is always reported, RTTs only if any reply came."""
+    samples = [Sample("network.icmp_loss", result.loss_percent, "%", n=result.transmitted,
+                      metadata=meta)]
+    if result.received and result.rtt_avg_ms is not None:
+        spread = summarise("network.icmp_rtt_avg", list(result.rtts_ms) or [result.rtt_avg_ms])
+        samples.append(Sample("network.icmp_rtt_avg", result.rtt_avg_ms, "ms", n=result.received,
+                              p5=spread.p5, p95=spread.p95, min=result.rtt_min_ms,
+                              max=result.rtt_max_ms, cv=spread.cv, metadata=meta))
+        for metric, value in (("network.icmp_rtt_min", result.rtt_min_ms),
+                              ("network.icmp_rtt_max", result.rtt_max_ms),
+                              ("network.icmp_rtt_mdev", result.rtt_mdev_ms)):
+            if value is not None:
+                samples.append(Sample(metric, value, "ms", n=result.received, metadata=meta))
+    return samples
+
+
+def iperf3_samples(forward: list[Iperf3Result], reverse: list[Iperf3Result],
+                   meta: dict[str, Any]) -> list[Sample]:
+    samples = [
+        summarise("network.tcp_throughput", [r.sender_bps / GBIT for r in forward], meta),
+        summarise("network.tcp_throughput_received", [r.receiver_bps / GBIT for r in forward], meta),
+        summarise("network.tcp_throughput_reverse", [r.receiver_bps / GBIT for r in reverse], meta),
+    ]
+    retransmits = [float(r.retransmits) for r in forward if r.retransmits is not None]
+    if retransmits:
+        samples.append(summarise("network.tcp_retransmits", retransmits, meta))
+    rtts = [r.mean_rtt_ms for r in forward if r.mean_rtt_ms is not None]
+    if rtts:
+        samples.append(summarise("network.tcp_rtt", rtts, meta))
+    return samples

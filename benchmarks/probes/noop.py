@@ -1,0 +1,21 @@
+"""A probe that measures nothing, kept for benchmarking the platform and for tests."""
+
+from __future__ import annotations
+
+import time
+
+from benchmarks.probes.base import Probe
+from benchmarks.sample import Sample, summarise
+
+
+class NoopProbe(Probe):
+    name = "noop"
+
+    def run(self) -> list[Sample]:
+        started = time.monotonic()
+        seconds = self.param("noop_seconds")
+        steps = max(1, int(seconds))
+        for step in range(steps):
+            self.ctx.report(self.name, step + 1, steps)
+            time.sleep(seconds / steps)
+        return [summarise("noop.duration", [time.monotonic() - started])]

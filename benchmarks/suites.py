@@ -1,0 +1,65 @@
+"""Suites a request may ask for, and the parameters (with bounds) each accepts.
+
+Defaults follow the field's usual practice; a request may override them within bounds,
+which the platform validates before anything is queued.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Param:
+    default: float
+    low: float
+    high: float
+    integer: bool = True
+    help: str = ""
+
+
+PARAMS: dict[str, Param] = {
+    "ping_count": Param(10, 3, 1000, help="ICMP echo requests per peer"),
+    "ping_interval": Param(0.2, 0.01, 5.0, integer=False, help="seconds between echo requests"),
+    "iperf3_duration": Param(5, 1, 120, help="seconds per iperf3 test (iperf3 -t)"),
+    "iperf3_omit": Param(1, 0, 10, help="seconds of TCP slow start not counted (iperf3 -O)"),
+    "repetitions": Param(3, 1, 20, help="times each measurement repeats"),
+    "noop_seconds": Param(0, 0, 600, integer=False, help="how long the no-op probe sleeps"),
+}
+
+SUITES: dict[str, tuple[str, ...]] = {
+    "network": ("network",),
+    # A probe that measures nothing: for benchmarking the platform and for tests.
+    "noop": ("noop",),
+}
+
+
+class InvalidParams(ValueError):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def resolve_params(overrides: dict[str, Any]) -> dict[str, float]:
+    """The defaults with the request's overrides applied; raises InvalidParams."""
+    errors: dict[str, str] = {}
+    resolved: dict[str, float] = {name: p.default for name, p in PARAMS.items()}
+    for name, value in overrides.items():
+        spec = PARAMS.get(name)
+        if spec is None:
+            errors[name] = f"unknown parameter; known: {', '.join(sorted(PARAMS))}"
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            errors[name] = "must be a number"
+            continue
+        if spec.integer and value != int(value):
+            errors[name] = "must be a whole number"
+            continue
+        if not spec.low <= value <= spec.high:
+            errors[name] = f"must be between {spec.low:g} and {spec.high:g}"
+            continue
+        resolved[name] = value
+    if errors:
+        raise InvalidParams(errors)
+    return resolved

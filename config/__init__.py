@@ -1,0 +1,1 @@
+"""Django project: settings from the environment, URLs, the platform's Celery app."""

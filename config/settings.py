@@ -1,0 +1,196 @@
+"""Platform settings, read from the environment.
+
+Defaults let a fresh checkout run the demo (SQLite, local Redis, DEBUG on); with
+``BENCH_ENV=production`` every secret must be given and unsafe modes refuse to start.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """A setting from NAME, or from the file named by NAME_FILE (container secrets)."""
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        return Path(file_name).read_text().strip()
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: bool) -> bool:
+    value = env(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {value!r}")
+
+
+def envint(name: str, default: int) -> int:
+    value = env(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+PRODUCTION = env("BENCH_ENV", "development") == "production"
+
+
+def required_in_production(name: str, dev_default: str) -> str:
+    value = env(name)
+    if value:
+        return value
+    if PRODUCTION:
+        raise ImproperlyConfigured(f"{name} must be set when BENCH_ENV=production")
+    return dev_default
+
+
+SECRET_KEY = required_in_production("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
+DEBUG = envbool("DEBUG", not PRODUCTION)
+ALLOWED_HOSTS = (env("ALLOWED_HOSTS") or ("*" if not PRODUCTION else "")).split(",")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "fleet",
+    "jobs",
+    "leaderboard",
+    "api",
+]
+
+MIDDLEWARE = [
+    "api.middleware.BodySizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# PostgreSQL is the record in tests and production; a bare machine gets an SQLite file.
+DATABASE_URL = env("DATABASE_URL")
+if not DATABASE_URL and PRODUCTION:
+    raise ImproperlyConfigured("DATABASE_URL must be set when BENCH_ENV=production")
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL or f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}",
+        conn_max_age=envint("DB_CONN_MAX_AGE", 60),
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "Asia/Shanghai"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.IsPlatformUser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU node benchmarking API",
+    "DESCRIPTION": "Benchmark rented GPU servers' network, storage and training paths; "
+    "compare providers and regions.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Broker -----------------------------------------------------------------------------
+# REDIS_URL is the platform's own (admin) connection. Nodes get their own Redis user, made
+# at enrolment, unless NODE_BROKER_ACL is off (a demo Redis without passwords).
+REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0") or ""
+# The broker address as a GPU host must dial it (the platform may reach Redis privately).
+NODE_BROKER_URL = env("NODE_BROKER_URL") or REDIS_URL
+_redis_has_password = bool(urlsplit(REDIS_URL).password)
+NODE_BROKER_ACL = envbool("NODE_BROKER_ACL", _redis_has_password)
+if PRODUCTION and not NODE_BROKER_ACL:
+    raise ImproperlyConfigured(
+        "NODE_BROKER_ACL is off: every node could read every queue. Give Redis a password "
+        "(REDIS_URL=redis://default:PASSWORD@host:6379/0) and set NODE_BROKER_ACL=true."
+    )
+# Per-node kombu transport options. visibility_timeout must exceed the longest probe's
+# hard limit, or a long probe is delivered twice; leases in PostgreSQL are the final word.
+NODE_VISIBILITY_TIMEOUT = envint("NODE_VISIBILITY_TIMEOUT", 3600)
+NODE_UNACKED_RESTORE_INTERVAL = envint("NODE_UNACKED_RESTORE_INTERVAL", 5)
+NODE_UNACKED_MUTEX_EXPIRE = envint("NODE_UNACKED_MUTEX_EXPIRE", 30)
+NODE_QUEUE = "runs"
+# Redis ACLs cannot cap one node's memory: bound what we queue for it instead.
+NODE_MAX_QUEUED_RUNS = envint("NODE_MAX_QUEUED_RUNS", 200)
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_DEFAULT_QUEUE = "platform"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+SWEEP_INTERVAL_SECONDS = envint("SWEEP_INTERVAL_SECONDS", 10)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-runs": {"task": "jobs.sweep", "schedule": float(SWEEP_INTERVAL_SECONDS)},
+}
+
+# --- Jobs -------------------------------------------------------------------------------
+# A claimed run's lease; the node renews it by heartbeat while the probe runs.
+RUN_LEASE_SECONDS = envint("RUN_LEASE_SECONDS", 60)
+RUN_MAX_ATTEMPTS = envint("RUN_MAX_ATTEMPTS", 3)
+ENROLMENT_TOKEN_TTL_HOURS = envint("ENROLMENT_TOKEN_TTL_HOURS", 24)
+RESULT_MAX_BYTES = envint("RESULT_MAX_BYTES", 1_000_000)
+DATA_UPLOAD_MAX_MEMORY_SIZE = RESULT_MAX_BYTES
+# The URL nodes use to reach this API (given to them at enrolment).
+PUBLIC_API_URL = env("PUBLIC_API_URL", "http://127.0.0.1:8000") or ""
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}

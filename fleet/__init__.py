@@ -1,0 +1,1 @@
+"""Providers, regions, nodes, enrolment and node credentials."""

@@ -1,0 +1,98 @@
+"""Who offers which GPU hosts, where, and how those hosts prove who they are."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Region(models.Model):
+    """A city-level region; procurement compares provinces and cities."""
+
+    code = models.SlugField(unique=True)  # e.g. "hangzhou"
+    province = models.CharField(max_length=64)  # e.g. "Zhejiang"
+    city = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"{self.province}/{self.city}"
+
+
+class ReferenceEndpoint(models.Model):
+    """A platform-run peer in a region: an `iperf3 -s` that probes measure against."""
+
+    region = models.ForeignKey(Region, on_delete=models.CASCADE, related_name="endpoints")
+    name = models.SlugField()
+    host = models.CharField(max_length=255)
+    iperf3_port = models.PositiveIntegerField(default=5201)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["region", "name"], name="unique_endpoint_per_region")
+        ]
+
+    def as_peer(self) -> dict[str, object]:
+        return {"name": f"reference:{self.region.code}:{self.name}", "host": self.host,
+                "iperf3_port": self.iperf3_port}
+
+
+class Provider(models.Model):
+    class Kind(models.TextChoices):
+        LOCAL_DC = "local_dc", "local data centre"
+        CLOUD = "cloud", "cloud"
+
+    name = models.CharField(max_length=128, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CLOUD)
+    owners = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="providers")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EnrolmentToken(models.Model):
+    """A one-time secret a provider hands to a new host; stored as a hash only."""
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="tokens")
+    region = models.ForeignKey(Region, on_delete=models.PROTECT)
+    node_name = models.CharField(max_length=128)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    node = models.OneToOneField("Node", null=True, blank=True, on_delete=models.SET_NULL)
+
+
+class Node(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        REVOKED = "revoked"
+
+    provider = models.ForeignKey(Provider, on_delete=models.PROTECT, related_name="nodes")
+    region = models.ForeignKey(Region, on_delete=models.PROTECT, related_name="nodes")
+    name = models.CharField(max_length=128)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # The node's API key: a short public prefix to find the row, and a hash of the whole key.
+    key_prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    broker_user = models.CharField(max_length=64, blank=True)
+    enrolled_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=255, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    # What the host reported about itself (CPU, memory, NICs, GPUs, tool versions).
+    inventory = models.JSONField(default=dict, blank=True)
+    # The address other nodes reach it at (iperf3 server, rendezvous); optional.
+    address = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "name"], name="unique_node_name_per_provider")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider.name}/{self.name}"
+
+    @property
+    def key_prefix_namespace(self) -> str:
+        """The Redis key prefix this node's ACL confines it to."""
+        return f"node:{self.pk}:"

@@ -1,0 +1,90 @@
+"""Enrolment: a provider's one-time token becomes a node with its own credentials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from fleet.models import EnrolmentToken, Node, Provider, Region
+from fleet.services import broker, secrets
+
+
+class EnrolmentError(Exception):
+    """A token that cannot be redeemed; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def create_token(provider: Provider, region: Region, node_name: str,
+                 user: AbstractBaseUser) -> tuple[EnrolmentToken, str]:
+    """A new enrolment token; the plain token is returned here and never again."""
+    if Node.objects.filter(provider=provider, name=node_name).exists():
+        raise EnrolmentError(f"provider already has a node named {node_name!r}", 409)
+    plain = secrets.new_secret()
+    token = EnrolmentToken.objects.create(
+        provider=provider, region=region, node_name=node_name,
+        token_hash=secrets.digest(plain), created_by=user,
+        expires_at=timezone.now() + timedelta(hours=settings.ENROLMENT_TOKEN_TTL_HOURS),
+    )
+    return token, plain
+
+
+@dataclass(frozen=True)
+class Credentials:
+    node: Node
+    api_key: str
+    broker_url: str
+
+    def as_config(self) -> dict[str, Any]:
+        """What the host stores in its config file (mode 0600)."""
+        return {
+            "node_id": self.node.pk,
+            "node_name": self.node.name,
+            "api_url": settings.PUBLIC_API_URL,
+            "api_key": self.api_key,
+            "broker_url": self.broker_url,
+            "broker_transport_options": broker.node_transport_options(self.node.pk),
+            "queue": settings.NODE_QUEUE,
+            "broker_acl": settings.NODE_BROKER_ACL,
+        }
+
+
+def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None = None) -> Credentials:
+    now = timezone.now()
+    with transaction.atomic():
+        # Conditional UPDATE: of two hosts racing with one token, exactly one gets the row.
+        claimed = EnrolmentToken.objects.filter(
+            token_hash=secrets.digest(plain_token), used_at__isnull=True, expires_at__gt=now
+        ).update(used_at=now)
+        token = EnrolmentToken.objects.filter(token_hash=secrets.digest(plain_token)).first()
+        if token is None:
+            raise EnrolmentError("unknown enrolment token", 404)
+        if not claimed:
+            if token.used_at is not None:
+                raise EnrolmentError("this enrolment token was already used; ask the "
+                                     "provider for a new one", 409)
+            raise EnrolmentError("this enrolment token has expired; ask the provider "
+                                 "for a new one", 409)
+        api_key, prefix, key_hash = secrets.new_api_key()
+        node = Node.objects.create(
+            provider=token.provider, region=token.region, name=token.node_name,
+            key_prefix=prefix, key_hash=key_hash, address=address, inventory=inventory or {},
+        )
+        token.node = node
+        token.save(update_fields=["node"])
+        password = None
+        if settings.NODE_BROKER_ACL:
+            password = secrets.new_secret()
+            # Inside the transaction: if Redis refuses, no node row is left half-made.
+            node.broker_user = broker.create_node_user(node.pk, password)
+            node.save(update_fields=["broker_user"])
+    return Credentials(node=node, api_key=api_key,
+                       broker_url=broker.node_broker_url(node.pk, password))

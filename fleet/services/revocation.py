@@ -1,0 +1,22 @@
+"""Revoking a node: its key, its Redis user and its open runs, all at once."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from fleet.models import Node
+from fleet.services import broker
+
+
+def revoke(node: Node, reason: str) -> None:
+    from jobs.services.lifecycle import fail_open_runs  # jobs depends on fleet, not back
+
+    with transaction.atomic():
+        Node.objects.filter(pk=node.pk).update(status=Node.Status.REVOKED,
+                                                revoked_at=timezone.now(),
+                                                revoked_reason=reason[:255])
+        fail_open_runs(node, "node revoked")
+        if settings.NODE_BROKER_ACL and node.broker_user:
+            broker.delete_node_user(node.pk)

@@ -1,0 +1,1 @@
+"""Benchmark requests, runs and attempts: dispatch, leases, sweeper, result intake."""

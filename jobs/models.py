@@ -1,0 +1,91 @@
+"""The record of every benchmark job, its runs (one per node), attempts and samples."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from fleet.models import Node
+
+
+class BenchmarkJob(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                              related_name="benchmark_jobs")
+    suite = models.CharField(max_length=32)
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Idempotency-Key support: the same key and body return the same job.
+    idempotency_key = models.CharField(max_length=128, blank=True)
+    request_digest = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+                name="unique_idempotency_key_per_owner",
+            )
+        ]
+
+
+class Run(models.Model):
+    """One node's share of a job. PostgreSQL decides who runs it: claim + lease."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    job = models.ForeignKey(BenchmarkJob, on_delete=models.CASCADE, related_name="runs")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    progress = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    current_attempt = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    inventory = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "lease_expires_at"]),
+                   models.Index(fields=["node", "status"])]
+
+
+class Attempt(models.Model):
+    """One claim of a run by a node worker; results are accepted once per attempt."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempt_set")
+    number = models.PositiveIntegerField()
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, blank=True)
+
+
+class Sample(models.Model):
+    """One metric of a run: the median of its repetitions, with the spread beside it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    metric = models.CharField(max_length=64)
+    value = models.FloatField()
+    unit = models.CharField(max_length=16)
+    n = models.PositiveIntegerField(default=1)
+    p5 = models.FloatField(null=True)
+    p95 = models.FloatField(null=True)
+    min = models.FloatField(null=True)
+    max = models.FloatField(null=True)
+    cv = models.FloatField(null=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "metric"])]

@@ -1,0 +1,33 @@
+"""Publishing runs into a node's own key prefix on Redis.
+
+Redis is only a delivery mechanism: a run whose publish failed keeps dispatched_at empty
+and the sweeper publishes it again from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.utils import timezone
+
+from config.celery_app import app
+from fleet.services.broker import node_transport_options
+from jobs.models import Run
+
+log = logging.getLogger(__name__)
+
+EXECUTE_RUN_TASK = "bench.execute_run"
+
+
+def publish_run(run_id: int, node_id: int) -> bool:
+    """Send one run to its node's queue; True when the broker took it."""
+    try:
+        with app.connection_for_write(transport_options=node_transport_options(node_id)) as conn:
+            app.send_task(EXECUTE_RUN_TASK, args=[run_id], queue=settings.NODE_QUEUE,
+                          connection=conn, ignore_result=True)
+    except Exception as exc:  # noqa: BLE001 - any broker failure leaves it to the sweeper
+        log.warning("publishing run %s to node %s failed: %s", run_id, node_id, exc)
+        return False
+    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
+    return True

@@ -1,0 +1,163 @@
+"""A run's life: claimed by one attempt under a lease, progressed, finished or cancelled.
+
+Every state change is a row lock or a conditional UPDATE, so two workers (or a late
+worker and the sweeper) never both believe they own a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from benchmarks.suites import SUITES, resolve_params
+from fleet.models import Node, ReferenceEndpoint
+from jobs.models import Attempt, BenchmarkJob, Run, Sample
+from leaderboard.services.latest import record_latest
+
+log = logging.getLogger(__name__)
+
+
+class LifecycleError(Exception):
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Claim:
+    run: Run
+    attempt: Attempt
+
+    def spec(self) -> dict[str, Any]:
+        """What the node needs to run it; chosen by the platform, not the host."""
+        job = self.run.job
+        peers = [e.as_peer() for e in
+                 ReferenceEndpoint.objects.filter(region_id=self.run.node.region_id)
+                 .select_related("region")]
+        return {
+            "run_id": self.run.pk,
+            "attempt_id": str(self.attempt.id),
+            "suite": job.suite,
+            "probes": list(SUITES[job.suite]),
+            "params": resolve_params(job.params),
+            "peers": peers,
+            "lease_seconds": settings.RUN_LEASE_SECONDS,
+        }
+
+
+def _lease_end() -> Any:
+    return timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+def _node_run(node: Node, run_id: int) -> Run:
+    # Another node's run answers exactly like a missing one: nothing to learn from probing ids.
+    run = Run.objects.select_for_update().select_related("job", "node").filter(
+        pk=run_id, node=node).first()
+    if run is None:
+        raise LifecycleError("no such run for this node", 404)
+    return run
+
+
+def claim(node: Node, run_id: int) -> Claim:
+    now = timezone.now()
+    with transaction.atomic():
+        run = _node_run(node, run_id)
+        lease_over = run.lease_expires_at is not None and run.lease_expires_at <= now
+        if not (run.status == Run.Status.QUEUED or (run.status == Run.Status.RUNNING and lease_over)):
+            raise LifecycleError(f"run {run_id} is {run.status} and cannot be claimed", 409)
+        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+            _finish(run, Run.Status.FAILED,
+                    f"gave up after {run.attempts} attempts (leases expired)", now)
+            raise LifecycleError(f"run {run_id} failed after {run.attempts} attempts", 409)
+        if run.current_attempt is not None:
+            Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
+                finished_at=now, outcome="expired")
+        attempt = Attempt.objects.create(run=run, number=run.attempts + 1)
+        run.status = Run.Status.RUNNING
+        run.attempts += 1
+        run.current_attempt = attempt.id
+        run.lease_expires_at = _lease_end()
+        run.started_at = run.started_at or now
+        run.progress = {}
+        run.save()
+    return Claim(run=run, attempt=attempt)
+
+
+def renew(node: Node, run_id: int, attempt_id: uuid.UUID, progress: dict[str, Any] | None) -> None:
+    """Heartbeat while a probe runs: extend the lease, record where it is."""
+    updates: dict[str, Any] = {"lease_expires_at": _lease_end()}
+    if progress is not None:
+        updates["progress"] = progress
+    renewed = Run.objects.filter(pk=run_id, node=node, status=Run.Status.RUNNING,
+                                 current_attempt=attempt_id).update(**updates)
+    if not renewed:
+        _explain_stale(node, run_id, attempt_id)
+    Node.objects.filter(pk=node.pk).update(last_seen_at=timezone.now())
+
+
+def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
+           samples: list[dict[str, Any]], error: str, inventory: dict[str, Any]) -> bool:
+    """Record an attempt's outcome once. Returns False when it was already recorded."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = _node_run(node, run_id)
+        attempt = Attempt.objects.filter(pk=attempt_id, run=run).first()
+        if attempt is None:
+            raise LifecycleError("unknown attempt for this run", 404)
+        if attempt.finished_at is not None and attempt.outcome in (Run.Status.SUCCEEDED,
+                                                                    Run.Status.FAILED):
+            return False  # the same attempt posted twice (a retry): stored once already
+        if run.status != Run.Status.RUNNING or run.current_attempt != attempt.id:
+            log.warning("rejected late result for run %s from attempt %s (run is %s)",
+                        run_id, attempt_id, run.status)
+            raise LifecycleError(
+                f"attempt {attempt_id} is no longer current for run {run_id} "
+                f"(run is {run.status}); result not stored", 409)
+        status = Run.Status.SUCCEEDED if succeeded else Run.Status.FAILED
+        stored = Sample.objects.bulk_create([Sample(run=run, **s) for s in samples])
+        run.inventory = inventory
+        _finish(run, status, "" if succeeded else (error or "probe failed"), now)
+        attempt.finished_at = now
+        attempt.outcome = status
+        attempt.save(update_fields=["finished_at", "outcome"])
+        if succeeded:
+            record_latest(run, stored)
+        if inventory:
+            Node.objects.filter(pk=node.pk).update(inventory=inventory)
+    return True
+
+
+def _finish(run: Run, status: str, error: str, now: Any) -> None:
+    run.status = status
+    run.error = error
+    run.finished_at = now
+    run.lease_expires_at = None
+    run.save()
+
+
+def _explain_stale(node: Node, run_id: int, attempt_id: uuid.UUID) -> None:
+    run = Run.objects.filter(pk=run_id, node=node).first()
+    if run is None:
+        raise LifecycleError("no such run for this node", 404)
+    raise LifecycleError(
+        f"attempt {attempt_id} is no longer current for run {run_id} (run is {run.status})", 409)
+
+
+def cancel(job: BenchmarkJob) -> int:
+    """Cancel every run of the job that has not finished; returns how many."""
+    return Run.objects.filter(job=job).exclude(status__in=Run.FINISHED).update(
+        status=Run.Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None,
+        error="cancelled by the requester")
+
+
+def fail_open_runs(node: Node, reason: str) -> int:
+    return Run.objects.filter(node=node).exclude(status__in=Run.FINISHED).update(
+        status=Run.Status.FAILED, finished_at=timezone.now(), lease_expires_at=None,
+        error=reason)

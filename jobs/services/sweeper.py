@@ -1,0 +1,66 @@
+"""The sweeper: what Redis lost or a dead worker left behind is recovered from the database."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from fleet.models import Node
+from fleet.services import broker
+from jobs.models import Attempt, Run
+from jobs.services.dispatch import publish_run
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepReport:
+    expired: int = 0
+    given_up: int = 0
+    republished: int = 0
+
+
+def sweep() -> SweepReport:
+    report = SweepReport()
+    now = timezone.now()
+    try:
+        redis_restarted = broker.ensure_lock_script()
+    except Exception as exc:  # noqa: BLE001 - Redis down: the next sweep tries again
+        log.warning("Redis unreachable, nothing republished: %s", exc)
+        return report
+    if redis_restarted:
+        # Scripts do not survive a restart, and neither may the queues: publish every
+        # queued run again. A duplicate delivery is harmless, the claim refuses it.
+        Run.objects.filter(status=Run.Status.QUEUED).update(dispatched_at=None)
+    with transaction.atomic():
+        stale = list(Run.objects.select_for_update(skip_locked=True).filter(
+            status=Run.Status.RUNNING, lease_expires_at__lte=now))
+        for run in stale:
+            Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
+                finished_at=now, outcome="expired")
+            if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+                run.status = Run.Status.FAILED
+                run.error = (f"gave up after {run.attempts} attempts: the node stopped "
+                             "renewing its lease each time")
+                run.finished_at = now
+                report.given_up += 1
+            else:
+                run.status = Run.Status.QUEUED
+                run.dispatched_at = None
+                report.expired += 1
+            run.current_attempt = None
+            run.lease_expires_at = None
+            run.save()
+    pending = (Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
+                                  dispatched_at__isnull=True)
+               .values_list("pk", "node_id")[:1000])
+    for run_id, node_id in pending:
+        if publish_run(run_id, node_id):
+            report.republished += 1
+    if report.expired or report.given_up or report.republished:
+        log.info("sweep: %s", report)
+    return report

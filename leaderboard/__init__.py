@@ -1,0 +1,1 @@
+"""Statistics, comparison and ranking of nodes, regions and providers; the web pages."""

@@ -1,0 +1,77 @@
+"""Shared fixtures: a private Redis with ACLs, the live API, enrolled nodes, node workers.
+
+Everything is real: PostgreSQL (DATABASE_URL), redis-server, iperf3, Celery worker processes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tests.lab import procs
+
+pytest_plugins = ["tests.fixtures"]
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("run")
+
+
+@pytest.fixture(scope="session")
+def private_redis(run_dir: Path) -> Iterator[procs.PrivateRedis]:
+    instance = procs.start_private_redis(run_dir / "redis", secrets.token_hex(16))
+    yield instance
+    instance.proc.stop()
+
+
+@pytest.fixture(autouse=True)
+def broker_settings(private_redis: procs.PrivateRedis, settings: Any) -> Iterator[None]:
+    """Point the platform at the private Redis, in ACL mode, with short test timings."""
+    from config.celery_app import app
+    from fleet.services import broker
+
+    settings.REDIS_URL = private_redis.admin_url
+    settings.NODE_BROKER_URL = private_redis.admin_url
+    settings.NODE_BROKER_ACL = True
+    settings.NODE_VISIBILITY_TIMEOUT = 6
+    settings.NODE_UNACKED_RESTORE_INTERVAL = 1
+    settings.NODE_UNACKED_MUTEX_EXPIRE = 5
+    settings.RUN_LEASE_SECONDS = 3
+    app.conf.broker_url = private_redis.admin_url
+    broker.admin_client.cache_clear()
+    yield
+    broker.admin_client.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def iperf3_port(run_dir: Path) -> Iterator[int]:
+    port = procs.free_port()
+    server = procs.start_iperf3_server(port, run_dir)
+    yield port
+    server.stop()
+
+
+@pytest.fixture
+def worker_factory(run_dir: Path) -> Iterator[Callable[[Path, str], procs.Proc]]:
+    started: list[procs.Proc] = []
+
+    def start(config_path: Path, name: str) -> procs.Proc:
+        proc = procs.start_node_worker(config_path, run_dir, name)
+        started.append(proc)
+        procs.wait_worker_ready(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests run in ACL mode against their own Redis; the machine's Redis is not touched.
+    settings.NODE_BROKER_ACL = True

@@ -1,0 +1,64 @@
+"""A benchmark request travels from the API through a node's own queue to real probes and back."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+import requests
+
+from benchmarks.parsers.iperf3 import parse_iperf3
+from benchmarks.parsers.ping import parse_ping
+from tests.fixtures import api_get
+from tests.lab.procs import wait_for
+
+QUICK = {"iperf3_duration": 1, "iperf3_omit": 0, "repetitions": 2, "ping_count": 5}
+
+pytestmark = pytest.mark.slow
+
+
+def wait_job(url: str, buyer: Any, timeout: float = 60) -> dict[str, Any]:
+    job: dict[str, Any] = {}
+
+    def finished() -> bool:
+        job.update(api_get(url, buyer))
+        return job["status"] not in ("queued", "running")
+
+    wait_for(finished, timeout, "the job to finish", interval=0.3)
+    return job
+
+
+def test_a_network_benchmark_runs_on_the_node_and_matches_direct_measurements(
+        live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
+        worker_factory: Any, iperf3_port: int) -> None:
+    node = enrol_node("hz-1", api_url=live_server.url)
+    worker_factory(node.config_path, "worker-hz-1")
+
+    response = requests.post(f"{live_server.url}/api/v1/benchmarks", headers=buyer.headers,
+                             json={"nodes": [node.node.pk], "suite": "network", "params": QUICK},
+                             timeout=10)
+    assert response.status_code == 202, response.text
+    job = wait_job(response.json()["url"], buyer)
+
+    run = job["runs"][0]
+    assert run["status"] == "succeeded", run["error"]
+    figures = {s["metric"]: s for s in run["samples"]}
+    stored_gbps = figures["network.tcp_throughput"]["value"]
+    stored_rtt = figures["network.icmp_rtt_avg"]["value"]
+    assert figures["network.tcp_throughput"]["n"] == 2
+
+    # The same tools, run directly by the test on the same loopback path.
+    direct = parse_iperf3(subprocess.run(
+        ["iperf3", "-J", "-c", "127.0.0.1", "-p", str(iperf3_port), "-t", "1"],
+        capture_output=True, text=True, timeout=30, check=False).stdout)
+    direct_gbps = direct.sender_bps / 1e9
+    ping = parse_ping(subprocess.run(["ping", "-n", "-c", "5", "-i", "0.2", "127.0.0.1"],
+                                     capture_output=True, text=True, timeout=30, check=False).stdout)
+    assert direct_gbps / 2 <= stored_gbps <= direct_gbps * 2
+    assert stored_rtt < 1.0 and ping.rtt_avg_ms is not None and ping.rtt_avg_ms < 1.0
+
+    board = api_get(f"{live_server.url}/api/v1/leaderboard?metric=network.tcp_throughput"
+                    "&region=zhejiang", buyer)
+    assert [row["node"]["name"] for row in board] == ["hz-1"]
+    assert board[0]["value"] == stored_gbps

@@ -1,0 +1,154 @@
+"""Starting and stopping the real processes a test or the demo needs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> float:
+    """Poll ``check`` until it is true; returns the seconds it took."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if check():
+            return time.monotonic() - start
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, timeout: float = 10) -> None:
+        if self.alive():
+            self.kill(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill(signal.SIGKILL)  # and anything left in its group
+        self.popen.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def start(name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None,
+          cwd: Path = REPO) -> Proc:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    with open(log_path, "ab") as log:
+        popen = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+                                 env={**os.environ, **(env or {})}, start_new_session=True)
+    return Proc(name, popen, log_path)
+
+
+@dataclass
+class PrivateRedis:
+    """A redis-server on its own port with a password, an ACL file, and noeviction."""
+
+    proc: Proc
+    port: int
+    password: str
+    aclfile: Path
+
+    @property
+    def admin_url(self) -> str:
+        return f"redis://default:{self.password}@127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.admin_url)
+
+    def restart(self) -> None:
+        """Stop and start again on the same port; no persistence, so queues are lost."""
+        self.proc.stop()
+        self.proc = _start_redis_proc(self.port, self.aclfile, self.proc.log_path.parent)
+        wait_for(self._up, 10, "redis to come back")
+
+    def _up(self) -> bool:
+        try:
+            return bool(self.client().ping())
+        except redis.RedisError:
+            return False
+
+
+def _start_redis_proc(port: int, aclfile: Path, log_dir: Path) -> Proc:
+    return start(f"redis-{port}", [
+        "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--aclfile", str(aclfile), "--maxmemory", "256mb",
+        "--maxmemory-policy", "noeviction", "--dir", str(aclfile.parent),
+    ], log_dir)
+
+
+def start_private_redis(work_dir: Path, password: str) -> PrivateRedis:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    aclfile = work_dir / "users.acl"
+    # The default user needs the password: without it any node could skip its own ACL.
+    aclfile.write_text(f"user default on >{password} ~* &* +@all\n")
+    port = free_port()
+    instance = PrivateRedis(_start_redis_proc(port, aclfile, work_dir), port, password, aclfile)
+    wait_for(instance._up, 10, "private redis-server")
+    return instance
+
+
+def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
+                        netns: str | None = None) -> Proc:
+    argv = ["iperf3", "-s", "-p", str(port), "-B", bind]
+    if netns:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    proc = start(f"iperf3-{bind}-{port}", argv, log_dir)
+    if netns is None:
+        wait_for(lambda: _port_open(bind, port), 10, "iperf3 server")
+    return proc
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def start_node_worker(config_path: Path, log_dir: Path, name: str) -> Proc:
+    return start(name, [sys.executable, "-m", "workers.cli", "--config", str(config_path),
+                        "worker", "--loglevel", "INFO"], log_dir,
+                 env={"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)})
+
+
+def wait_worker_ready(proc: Proc, timeout: float = 30) -> None:
+    def ready() -> bool:
+        if not proc.alive():
+            raise RuntimeError(f"{proc.name} exited:\n{proc.log()[-3000:]}")
+        return " ready." in proc.log()
+
+    wait_for(ready, timeout, f"{proc.name} to be ready")

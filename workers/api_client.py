@@ -1,0 +1,77 @@
+"""The node's HTTP client for the platform API, authenticated with its node key."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import requests
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+def _message(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    if isinstance(body, dict):
+        return str(body.get("detail") or body)
+    return str(body)
+
+
+def enrol(api_url: str, token: str, address: str = "", inventory: dict[str, Any] | None = None,
+          timeout: float = 30) -> dict[str, Any]:
+    response = requests.post(f"{api_url.rstrip('/')}/api/v1/enrol",
+                             json={"token": token, "address": address,
+                                   "inventory": inventory or {}}, timeout=timeout)
+    if response.status_code != 201:
+        raise ApiError(response.status_code, _message(response))
+    data: dict[str, Any] = response.json()
+    return data
+
+
+class NodeApi:
+    def __init__(self, api_url: str, api_key: str, timeout: float = 30) -> None:
+        self.base = f"{api_url.rstrip('/')}/api/v1/node"
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Node {api_key}"
+        self.timeout = timeout
+
+    def _post(self, path: str, body: dict[str, Any] | None = None, retries: int = 0) -> dict[str, Any]:
+        """POST; server errors and lost connections are retried ``retries`` times."""
+        delay = 1.0
+        for attempt in range(retries + 1):
+            try:
+                response = self.session.post(f"{self.base}/{path}", json=body or {},
+                                             timeout=self.timeout)
+            except requests.ConnectionError as exc:
+                if attempt == retries:
+                    raise ApiError(0, f"platform unreachable: {exc}") from None
+            else:
+                if response.status_code < 500 or attempt == retries:
+                    if response.status_code >= 400:
+                        raise ApiError(response.status_code, _message(response))
+                    data: dict[str, Any] = response.json()
+                    return data
+            time.sleep(delay)
+            delay = min(delay * 2, 30)
+        raise AssertionError("unreachable")
+
+    def claim(self, run_id: int) -> dict[str, Any]:
+        return self._post(f"runs/{run_id}/claim", retries=3)
+
+    def progress(self, run_id: int, attempt_id: str, progress: dict[str, Any] | None) -> None:
+        self._post(f"runs/{run_id}/progress", {"attempt_id": attempt_id, "progress": progress})
+
+    def result(self, run_id: int, attempt_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        # A measured result is worth waiting for: retry for several minutes before giving up.
+        return self._post(f"runs/{run_id}/result", {"attempt_id": attempt_id, **body}, retries=8)
+
+    def heartbeat(self) -> None:
+        self._post("heartbeat")

@@ -1,0 +1,70 @@
+"""benchctl: the command-line tool for hosts (enroll, worker) and, later, for procurement."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from workers import config as node_config
+from workers import inventory
+from workers.api_client import ApiError, enrol
+
+
+def cmd_enroll(args: argparse.Namespace) -> int:
+    data = enrol(args.url, args.token, address=args.address or "", inventory=inventory.collect())
+    data["api_url"] = args.url.rstrip("/")  # the URL that worked for us, not the platform's guess
+    cfg = node_config.NodeConfig.from_dict(data)
+    path = node_config.save(cfg, Path(args.config))
+    print(f"enrolled as node {cfg.node_id} ({cfg.node_name}); credentials saved to {path} (mode 0600)")
+    if not cfg.broker_acl:
+        print("warning: this platform runs without per-node broker users (insecure demo mode)")
+    print(f"start the worker with: benchctl --config {path} worker")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from workers.node_app import run_worker  # imports Celery only for the worker
+
+    cfg = node_config.load(Path(args.config))
+    print(f"node worker for node {cfg.node_id} ({cfg.node_name}), queue {cfg.queue}", flush=True)
+    run_worker(cfg, loglevel=args.loglevel)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchctl", description=__doc__)
+    parser.add_argument("--config", default=str(node_config.DEFAULT_PATH),
+                        help="node credentials file (default: %(default)s)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    enroll = sub.add_parser("enroll", help="exchange a provider's one-time token for node credentials")
+    enroll.add_argument("--url", required=True, help="platform URL, e.g. https://bench.example.com")
+    enroll.add_argument("--token", required=True, help="the enrolment token from the provider")
+    enroll.add_argument("--address", help="address other nodes reach this host at")
+    enroll.set_defaults(func=cmd_enroll)
+
+    worker = sub.add_parser("worker", help="run the node worker in the foreground")
+    worker.add_argument("--loglevel", default="INFO")
+    worker.set_defaults(func=cmd_worker)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO)
+    try:
+        return int(args.func(args))
+    except (ApiError, node_config.ConfigError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"benchctl: {exc}", file=sys.stderr)
+        if isinstance(exc, ApiError) and exc.status == 409:
+            print("fix: ask the provider for a new enrolment token", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

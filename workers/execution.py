@@ -1,0 +1,120 @@
+"""Running one run on this host: claim it, run its probes under a kept lease, report."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from typing import Any
+
+from benchmarks.parsers import ParseError
+from benchmarks.probes import PROBES, ProbeContext, ProbeError
+from benchmarks.probes.base import Cancelled, Peer
+from benchmarks.runner import CommandNotFound, CommandTimeout
+from benchmarks.sample import Sample
+from workers import inventory
+from workers.api_client import ApiError, NodeApi
+
+log = logging.getLogger(__name__)
+
+# What the node says when a probe fails for an expected reason: the message is enough.
+EXPECTED_FAILURES = (ProbeError, CommandTimeout, CommandNotFound, ParseError)
+
+
+class LeaseKeeper:
+    """Renews the run's lease in the background and carries the latest progress."""
+
+    def __init__(self, api: NodeApi, run_id: int, attempt_id: str, lease_seconds: float) -> None:
+        self.api = api
+        self.run_id = run_id
+        self.attempt_id = attempt_id
+        self.interval = max(0.5, lease_seconds / 3)
+        self.progress: dict[str, Any] = {}
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
+        self._last_sent = 0.0
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._send()
+
+    def _send(self) -> None:
+        try:
+            self.api.progress(self.run_id, self.attempt_id, dict(self.progress))
+            self._last_sent = time.monotonic()
+        except ApiError as exc:
+            if exc.status in (404, 409):
+                # Cancelled, or the lease went to another attempt: stop at the next step.
+                self.lost = True
+            else:
+                log.warning("lease renewal for run %s failed: %s", self.run_id, exc)
+
+    def report(self, probe: str, step: int, steps: int) -> None:
+        if self.lost:
+            raise Cancelled()
+        self.progress = {"probe": probe, "step": step, "steps": steps}
+        # Progress is shown live, but a fast probe must not flood the API.
+        if time.monotonic() - self._last_sent > 0.5:
+            self._send()
+        if self.lost:
+            raise Cancelled()
+
+
+def run_probes(spec: dict[str, Any], report: Any) -> list[Sample]:
+    ctx = ProbeContext(params=spec["params"], peers=[Peer.from_dict(p) for p in spec["peers"]],
+                       report=report)
+    samples: list[Sample] = []
+    for name in spec["probes"]:
+        probe = PROBES[name](ctx)
+        probe.prepare()
+        try:
+            samples += probe.run()
+        finally:
+            probe.cleanup()
+    return samples
+
+
+def execute_run(api: NodeApi, run_id: int) -> str:
+    try:
+        spec = api.claim(run_id)
+    except ApiError as exc:
+        if exc.status in (404, 409):
+            log.info("run %s not claimed: %s", run_id, exc.message)
+            return "not claimed"
+        raise  # platform unreachable: the message is not acked and comes back later
+    attempt_id = spec["attempt_id"]
+    log.info("run %s claimed (attempt %s): %s", run_id, attempt_id, spec["probes"])
+    body: dict[str, Any]
+    with LeaseKeeper(api, run_id, attempt_id, spec["lease_seconds"]) as keeper:
+        try:
+            samples = run_probes(spec, keeper.report)
+            body = {"status": "succeeded", "samples": [s.as_dict() for s in samples]}
+        except Cancelled as exc:
+            log.info("run %s stopped: %s", run_id, exc)
+            return "cancelled"
+        except EXPECTED_FAILURES as exc:
+            body = {"status": "failed", "error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - report any failure rather than lose the run
+            log.exception("run %s failed", run_id)
+            body = {"status": "failed",
+                    "error": f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"[:3900]}
+    body["inventory"] = inventory.collect()
+    try:
+        api.result(run_id, attempt_id, body)
+    except ApiError as exc:
+        if exc.status == 409:
+            log.warning("result of run %s refused: %s", run_id, exc.message)
+            return "refused"
+        raise
+    log.info("run %s %s", run_id, body["status"])
+    return str(body["status"])

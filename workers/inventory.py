@@ -1,0 +1,94 @@
+"""What this host is: CPU, memory, kernel, tool and library versions, GPUs through NVML.
+
+Stored with every result so that two numbers are only compared when measured alike.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+from functools import lru_cache
+from typing import Any
+
+from benchmarks import runner
+
+TOOL_VERSION_ARGS = {"ping": ["-V"], "iperf3": ["--version"], "fio": ["--version"],
+                     "tracepath": ["-V"]}
+
+
+def _tool_version(tool: str) -> str | None:
+    if shutil.which(tool) is None:
+        return None
+    try:
+        out = runner.run([tool, *TOOL_VERSION_ARGS[tool]], timeout=5)
+    except runner.CommandTimeout:
+        return None
+    first = (out.stdout or out.stderr).strip().splitlines()
+    return first[0] if first else None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def gpus() -> dict[str, Any]:
+    """GPU inventory through NVML; says why when there is none."""
+    try:
+        import pynvml
+    except ImportError:
+        return {"available": False, "reason": "nvidia-ml-py is not installed"}
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return {"available": False, "reason": f"no NVIDIA GPU: {exc}"}
+    try:
+        devices = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(handle)
+            devices.append({
+                "index": i,
+                "name": name.decode() if isinstance(name, bytes) else name,
+                "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                "pcie_gen": pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
+                "pcie_width": pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle),
+            })
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return {"available": True, "driver": driver.decode() if isinstance(driver, bytes) else driver,
+                "devices": devices}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+@lru_cache(maxsize=1)
+def collect() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "memory_bytes": _memory_bytes(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "tools": {tool: _tool_version(tool) for tool in TOOL_VERSION_ARGS},
+        "gpu": gpus(),
+    }

@@ -1,0 +1,56 @@
+"""The node worker's Celery app, built from the credentials the host got at enrolment.
+
+Confined by construction: one queue under the node's own key prefix, no result backend,
+no events, no remote control, no gossip or mingle; results go to the API, never to Redis.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from workers import execution
+from workers.api_client import NodeApi
+from workers.config import NodeConfig
+
+EXECUTE_RUN_TASK = "bench.execute_run"
+
+
+def make_app(config: NodeConfig) -> Celery:
+    app = Celery(f"node-{config.node_id}", set_as_current=True)
+    app.conf.update(
+        broker_url=config.broker_url,
+        broker_transport_options=config.broker_transport_options,
+        broker_connection_retry_on_startup=True,
+        result_backend=None,
+        task_ignore_result=True,
+        task_acks_late=True,
+        # A task that raised (platform unreachable) is not acked: Redis delivers it again.
+        task_acks_on_failure_or_timeout=False,
+        worker_prefetch_multiplier=1,
+        worker_enable_remote_control=False,
+        worker_send_task_events=False,
+        task_send_sent_event=False,
+        task_default_queue=config.queue,
+        worker_hijack_root_logger=True,
+    )
+    api = NodeApi(config.api_url, config.api_key)
+
+    @app.task(name=EXECUTE_RUN_TASK)
+    def execute_run(run_id: int) -> str:
+        return execution.execute_run(api, int(run_id))
+
+    return app
+
+
+def worker_argv(config: NodeConfig, loglevel: str = "INFO") -> list[str]:
+    return [
+        "worker", "-Q", config.queue, "--pool", "solo", "--concurrency", "1",
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "-n", f"node-{config.node_id}@{os.uname().nodename}", "--loglevel", loglevel,
+    ]
+
+
+def run_worker(config: NodeConfig, loglevel: str = "INFO") -> None:
+    make_app(config).worker_main(worker_argv(config, loglevel))
