@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError
 from rest_framework import status
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
@@ -25,11 +26,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         log.exception("database error")
         return Response({"detail": "database error; nothing was changed"},
                         status=status.HTTP_503_SERVICE_UNAVAILABLE)
-    return drf_handler(exc, context)
+    response = drf_handler(exc, context)
+    if isinstance(exc, NotAuthenticated) and response is not None:
+        response.data = {"detail": "authentication required: send 'Authorization: Token "
+                                   "<your API token>' (nodes: 'Authorization: Node <key>')"}
+    return response
 
 
-def error(message: str, status_code: int, errors: dict[str, Any] | None = None) -> Response:
+def error(message: str, status_code: int, errors: dict[str, Any] | None = None,
+          **extra: Any) -> Response:
     body: dict[str, Any] = {"detail": message}
     if errors:
         body["errors"] = errors
+    body.update({k: v for k, v in extra.items() if v not in (None, "")})
     return Response(body, status=status_code)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -25,3 +25,9 @@ class IsNode(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return isinstance(request.user, NodePrincipal) and isinstance(request.auth, Node)
+
+
+def current_user(request: Request) -> User:
+    """The platform user behind a request that IsPlatformUser already let through."""
+    assert isinstance(request.user, User)
+    return request.user

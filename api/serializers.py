@@ -151,8 +151,8 @@ class NodeSampleSerializer(serializers.Serializer[Any]):
 class RunResultSerializer(serializers.Serializer[Any]):
     attempt_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["succeeded", "failed"])
-    samples = NodeSampleSerializer(many=True, required=False, default=list,
-                                   max_length=intake.MAX_SAMPLES)
+    samples = serializers.ListField(child=NodeSampleSerializer(), required=False, default=list,
+                                    max_length=intake.MAX_SAMPLES)
     error = serializers.CharField(required=False, allow_blank=True, default="", max_length=4000)
     inventory = serializers.DictField(required=False, default=dict)
 

@@ -9,20 +9,21 @@ import requests
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, body: dict[str, Any] | None = None) -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.message = message
+        self.body = body or {}
 
 
-def _message(response: requests.Response) -> str:
+def _error(response: requests.Response) -> ApiError:
     try:
         body = response.json()
     except ValueError:
-        return response.text[:300]
+        return ApiError(response.status_code, response.text[:300])
     if isinstance(body, dict):
-        return str(body.get("detail") or body)
-    return str(body)
+        return ApiError(response.status_code, str(body.get("detail") or body), body)
+    return ApiError(response.status_code, str(body))
 
 
 def enrol(api_url: str, token: str, address: str = "", inventory: dict[str, Any] | None = None,
@@ -31,7 +32,7 @@ def enrol(api_url: str, token: str, address: str = "", inventory: dict[str, Any]
                              json={"token": token, "address": address,
                                    "inventory": inventory or {}}, timeout=timeout)
     if response.status_code != 201:
-        raise ApiError(response.status_code, _message(response))
+        raise _error(response)
     data: dict[str, Any] = response.json()
     return data
 
@@ -56,7 +57,7 @@ class NodeApi:
             else:
                 if response.status_code < 500 or attempt == retries:
                     if response.status_code >= 400:
-                        raise ApiError(response.status_code, _message(response))
+                        raise _error(response)
                     data: dict[str, Any] = response.json()
                     return data
             time.sleep(delay)

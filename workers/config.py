@@ -50,7 +50,8 @@ def load(path: Path = DEFAULT_PATH) -> NodeConfig:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ConfigError(f"no node config at {path}; run `benchctl enroll --url URL --token TOKEN` first") from None
+        raise ConfigError(f"no node config at {path}; run "
+                          "`benchctl enroll --url URL --token TOKEN` first") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"node config {path} is not valid JSON ({exc}); enrol again") from None
     return NodeConfig.from_dict(data)

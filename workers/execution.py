@@ -84,14 +84,31 @@ def run_probes(spec: dict[str, Any], report: Any) -> list[Sample]:
     return samples
 
 
-def execute_run(api: NodeApi, run_id: int) -> str:
-    try:
-        spec = api.claim(run_id)
-    except ApiError as exc:
-        if exc.status in (404, 409):
-            log.info("run %s not claimed: %s", run_id, exc.message)
-            return "not claimed"
-        raise  # platform unreachable: the message is not acked and comes back later
+def claim(api: NodeApi, run_id: int, max_wait: float) -> dict[str, Any] | None:
+    """Claim the run, waiting out a dead attempt's lease; None when it is not ours to run.
+
+    A message can come back (Redis restores unacked ones) while the lease of the attempt
+    that died still runs; waiting for it here is cheaper than leaving it to the sweeper.
+    """
+    deadline = time.monotonic() + max_wait
+    while True:
+        try:
+            return api.claim(run_id)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
+            retry_after = exc.body.get("retry_after")
+            left = deadline - time.monotonic()
+            if exc.body.get("code") != "leased" or retry_after is None or left <= 0:
+                log.info("run %s not claimed: %s", run_id, exc.message)
+                return None
+            time.sleep(min(float(retry_after) + 0.2, left))
+
+
+def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60) -> str:
+    spec = claim(api, run_id, max_claim_wait)
+    if spec is None:
+        return "not claimed"
     attempt_id = spec["attempt_id"]
     log.info("run %s claimed (attempt %s): %s", run_id, attempt_id, spec["probes"])
     body: dict[str, Any]

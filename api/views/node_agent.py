@@ -49,7 +49,7 @@ class ClaimView(NodeView):
         try:
             claim = lifecycle.claim(self.node, run_id)
         except lifecycle.LifecycleError as exc:
-            return error(str(exc), exc.status)
+            return error(str(exc), exc.status, code=exc.code, retry_after=exc.retry_after)
         return Response(RunSpecSerializer(claim.spec()).data)
 
 

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.errors import error
+from api.permissions import current_user
 from api.serializers import EnrolmentTokenRequestSerializer, EnrolmentTokenSerializer, NodeSerializer
 from fleet.models import Node, Provider, Region
 from fleet.services import enrolment, revocation
@@ -19,7 +20,7 @@ class EnrolmentTokenView(APIView):
     @extend_schema(request=EnrolmentTokenRequestSerializer,
                    responses={201: EnrolmentTokenSerializer})
     def post(self, request: Request, provider_id: int) -> Response:
-        provider = get_object_or_404(Provider, pk=provider_id, owners=request.user)
+        provider = get_object_or_404(Provider, pk=provider_id, owners=current_user(request))
         body = EnrolmentTokenRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         region = Region.objects.filter(code=body.validated_data["region"]).first()
@@ -27,7 +28,7 @@ class EnrolmentTokenView(APIView):
             return error("unknown region", 400, {"region": "no region with this code"})
         try:
             token, plain = enrolment.create_token(provider, region,
-                                                  body.validated_data["node_name"], request.user)
+                                                  body.validated_data["node_name"], current_user(request))
         except enrolment.EnrolmentError as exc:
             return error(str(exc), exc.status)
         data = {"token": plain, "node_name": token.node_name, "region": region.code,
@@ -38,7 +39,7 @@ class EnrolmentTokenView(APIView):
 class NodeRevokeView(APIView):
     @extend_schema(request=None, responses={200: NodeSerializer})
     def post(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id, provider__owners=request.user)
+        node = get_object_or_404(Node, pk=node_id, provider__owners=current_user(request))
         revocation.revoke(node, reason=str(request.data.get("reason", "")) or "revoked by provider")
         node.refresh_from_db()
         return Response(NodeSerializer(node).data)

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -24,7 +24,7 @@ class EnrolmentError(Exception):
 
 
 def create_token(provider: Provider, region: Region, node_name: str,
-                 user: AbstractBaseUser) -> tuple[EnrolmentToken, str]:
+                 user: User) -> tuple[EnrolmentToken, str]:
     """A new enrolment token; the plain token is returned here and never again."""
     if Node.objects.filter(provider=provider, name=node_name).exists():
         raise EnrolmentError(f"provider already has a node named {node_name!r}", 409)

@@ -25,9 +25,12 @@ log = logging.getLogger(__name__)
 
 
 class LifecycleError(Exception):
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, code: str = "",
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.code = code
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,14 @@ def claim(node: Node, run_id: int) -> Claim:
     with transaction.atomic():
         run = _node_run(node, run_id)
         lease_over = run.lease_expires_at is not None and run.lease_expires_at <= now
-        if not (run.status == Run.Status.QUEUED or (run.status == Run.Status.RUNNING and lease_over)):
-            raise LifecycleError(f"run {run_id} is {run.status} and cannot be claimed", 409)
+        if run.status == Run.Status.RUNNING and not lease_over:
+            assert run.lease_expires_at is not None
+            # A live attempt holds it (or a dead one whose lease has not run out yet).
+            raise LifecycleError(f"run {run_id} is leased by another attempt", 409, code="leased",
+                                 retry_after=(run.lease_expires_at - now).total_seconds())
+        if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+            raise LifecycleError(f"run {run_id} is {run.status} and cannot be claimed", 409,
+                                 code=run.status)
         if run.attempts >= settings.RUN_MAX_ATTEMPTS:
             _finish(run, Run.Status.FAILED,
                     f"gave up after {run.attempts} attempts (leases expired)", now)

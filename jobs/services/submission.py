@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
@@ -31,7 +31,7 @@ def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any]) 
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def submit(owner: AbstractBaseUser, node_ids: Sequence[int], suite: str,
+def submit(owner: User, node_ids: Sequence[int], suite: str,
            params: dict[str, Any] | None = None, idempotency_key: str = "") -> tuple[BenchmarkJob, bool]:
     """Create a job with one run per node; returns (job, created)."""
     params = params or {}

@@ -40,8 +40,9 @@ def sweep() -> SweepReport:
         stale = list(Run.objects.select_for_update(skip_locked=True).filter(
             status=Run.Status.RUNNING, lease_expires_at__lte=now))
         for run in stale:
-            Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
-                finished_at=now, outcome="expired")
+            if run.current_attempt is not None:
+                Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
+                    finished_at=now, outcome="expired")
             if run.attempts >= settings.RUN_MAX_ATTEMPTS:
                 run.status = Run.Status.FAILED
                 run.error = (f"gave up after {run.attempts} attempts: the node stopped "

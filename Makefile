@@ -1,0 +1,69 @@
+# Every command a person needs. `make demo` and `make test` set themselves up.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
+export DJANGO_SETTINGS_MODULE := config.settings
+
+.PHONY: setup tools venv services demo test test-fast lint schema check-schema clean
+
+setup: tools venv
+
+# Debian packages the probes and tests use; installed when run as root and missing.
+tools:
+	@missing=""; \
+	for pair in iperf3:iperf3 fio:fio ping:iputils-ping ip:iproute2 tracepath:iputils-tracepath \
+	            traceroute:traceroute redis-server:redis-server pg_isready:postgresql-client; do \
+	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing tools:$$missing (run 'make tools' as root, or apt-get install them)"; exit 1; \
+	  fi; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . || $(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+# PostgreSQL and Redis of this machine: started when they are down.
+services:
+	@pg_isready -q -h 127.0.0.1 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
+	@for i in $$(seq 1 30); do pg_isready -q -h 127.0.0.1 && break; sleep 1; done
+
+demo: setup
+	$(PY) -m tests.lab.demo
+
+test: setup services
+	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q
+
+test-fast: venv
+	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m "not slow"
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy .
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+	$(MAKE) check-schema
+
+schema: venv
+	$(PY) manage.py spectacular --file api/openapi.yaml --validate
+
+# The committed OpenAPI schema must match the code: every API change shows in review.
+check-schema: venv
+	$(PY) manage.py spectacular --file /tmp/openapi.check.yaml --validate
+	diff -u api/openapi.yaml /tmp/openapi.check.yaml
+
+clean:
+	rm -rf $(VENV) var staticfiles
