@@ -56,6 +56,7 @@ class Run(models.Model):
     inventory = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        ordering = ["id"]
         indexes = [models.Index(fields=["status", "lease_expires_at"]),
                    models.Index(fields=["node", "status"])]
 
