@@ -7,7 +7,7 @@ from typing import Any
 from django.urls import reverse
 from rest_framework import serializers
 
-from benchmarks.suites import SUITES, InvalidParams, resolve_params
+from benchmarks.suites import PROFILES, SUITES, InvalidParams, resolve_params
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, Run, Sample
 from jobs.services import intake
@@ -66,6 +66,8 @@ class BenchmarkRequestSerializer(serializers.Serializer[Any]):
     nodes = serializers.ListField(child=serializers.IntegerField(min_value=1),
                                   min_length=1, max_length=64)
     suite = serializers.ChoiceField(choices=sorted(SUITES))
+    profile = serializers.ChoiceField(choices=sorted(PROFILES), default="default",
+                                      help_text="quick: shorter runs, for a first look")
     params = serializers.DictField(required=False, default=dict,
                                    help_text="overrides of the suite's documented parameters")
 
@@ -105,7 +107,7 @@ class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
 
     class Meta:
         model = BenchmarkJob
-        fields = ["id", "url", "suite", "params", "status", "created_at", "runs"]
+        fields = ["id", "url", "suite", "profile", "params", "status", "created_at", "runs"]
 
     def get_url(self, job: BenchmarkJob) -> str:
         path = reverse("benchmark-detail", args=[job.pk])
@@ -171,6 +173,7 @@ class RunSpecSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     attempt_id = serializers.UUIDField()
     suite = serializers.CharField()
+    profile = serializers.CharField()
     probes = serializers.ListField(child=serializers.CharField())
     params = serializers.DictField()
     peers = serializers.ListField(child=serializers.DictField())

@@ -32,6 +32,9 @@ _METRICS = [
     # What the peer's own iperf3 counted as received: measured by the peer, not the node.
     Metric("network.tcp_throughput_received", "Gbit/s", 0.0, 1_000.0, True,
            "TCP throughput seen by peer"),
+    Metric("network.tcp_throughput_parallel", "Gbit/s", 0.0, 1_000.0, True,
+           "TCP throughput, parallel streams"),
+    Metric("network.hop_count", "count", 0.0, 255.0, False, "route hops (tracepath)"),
     Metric("network.tcp_retransmits", "count", 0.0, 1e9, False, "TCP retransmits"),
     Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (iperf3 sender mean)"),
     # Kept for benchmarking the platform itself: a probe that measures nothing.

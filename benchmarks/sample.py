@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks import metrics
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,22 +40,45 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def summarise(metric: str, values: Sequence[float], metadata: dict[str, Any] | None = None) -> Sample:
+# Phoronix Test Suite's rule: above 3.5% CV, run more (up to twice as many) and flag it.
+NOISY_CV = 0.035
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
+
+
+def summarise(metric: str, values: Sequence[float], metadata: dict[str, Any] | None = None,
+              unit: str | None = None) -> Sample:
     """One sample from repeated measurements of ``metric``: median, p5/p95, min/max, CV."""
     if not values:
         raise ValueError(f"no measurements for {metric}")
     ordered = sorted(values)
-    mean = statistics.fmean(ordered)
-    cv = statistics.stdev(ordered) / mean if len(ordered) > 1 and mean else 0.0
+    cv = coefficient_of_variation(ordered)
+    meta = dict(metadata or {})
+    if cv > NOISY_CV and len(ordered) > 1:
+        meta["noisy"] = True
     return Sample(
         metric=metric,
         value=statistics.median(ordered),
-        unit=metrics.get(metric).unit,
+        unit=unit or metrics.get(metric).unit,
         n=len(ordered),
         p5=percentile(ordered, 5),
         p95=percentile(ordered, 95),
         min=ordered[0],
         max=ordered[-1],
         cv=cv,
-        metadata=dict(metadata or {}),
+        metadata=meta,
     )
+
+
+def repeat_until_stable(measure: Callable[[], T], key: Callable[[T], float],
+                        repetitions: int) -> list[T]:
+    """Run ``measure`` ``repetitions`` times, and up to twice as often while the CV of
+    ``key`` over the results stays above NOISY_CV."""
+    results = [measure() for _ in range(repetitions)]
+    while (len(results) < 2 * repetitions and len(results) > 1
+           and coefficient_of_variation([key(r) for r in results]) > NOISY_CV):
+        results.append(measure())
+    return results

@@ -22,10 +22,18 @@ class Param:
 PARAMS: dict[str, Param] = {
     "ping_count": Param(10, 3, 1000, help="ICMP echo requests per peer"),
     "ping_interval": Param(0.2, 0.01, 5.0, integer=False, help="seconds between echo requests"),
-    "iperf3_duration": Param(5, 1, 120, help="seconds per iperf3 test (iperf3 -t)"),
+    "iperf3_duration": Param(10, 1, 120, help="seconds per iperf3 test (iperf3 -t)"),
     "iperf3_omit": Param(1, 0, 10, help="seconds of TCP slow start not counted (iperf3 -O)"),
-    "repetitions": Param(3, 1, 20, help="times each measurement repeats"),
+    "iperf3_parallel": Param(4, 1, 128, help="streams of the parallel iperf3 test (iperf3 -P)"),
+    "repetitions": Param(5, 1, 20, help="times each measurement repeats (more while CV > 3.5%)"),
     "noop_seconds": Param(0, 0, 600, integer=False, help="how long the no-op probe sleeps"),
+}
+
+# A profile changes the defaults; a request's own overrides still win. Results are only
+# compared within one profile, since they were measured differently.
+PROFILES: dict[str, dict[str, float]] = {
+    "default": {},
+    "quick": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 3, "ping_count": 10},
 }
 
 SUITES: dict[str, tuple[str, ...]] = {
@@ -41,10 +49,13 @@ class InvalidParams(ValueError):
         self.errors = errors
 
 
-def resolve_params(overrides: dict[str, Any]) -> dict[str, float]:
-    """The defaults with the request's overrides applied; raises InvalidParams."""
+def resolve_params(overrides: dict[str, Any], profile: str = "default") -> dict[str, float]:
+    """The profile's defaults with the request's overrides applied; raises InvalidParams."""
     errors: dict[str, str] = {}
+    if profile not in PROFILES:
+        raise InvalidParams({"profile": f"unknown profile; choose one of {sorted(PROFILES)}"})
     resolved: dict[str, float] = {name: p.default for name, p in PARAMS.items()}
+    resolved.update(PROFILES[profile])
     for name, value in overrides.items():
         spec = PARAMS.get(name)
         if spec is None:

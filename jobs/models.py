@@ -14,6 +14,7 @@ class BenchmarkJob(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                               related_name="benchmark_jobs")
     suite = models.CharField(max_length=32)
+    profile = models.CharField(max_length=16, default="default")
     params = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Idempotency-Key support: the same key and body return the same job.

@@ -39,6 +39,7 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 current_user(request), body.validated_data["nodes"], body.validated_data["suite"],
                 body.validated_data["params"],
                 idempotency_key=request.headers.get("Idempotency-Key", "")[:128],
+                profile=body.validated_data["profile"],
             )
         except submission.SubmissionError as exc:
             return error(str(exc), exc.status, {exc.field: str(exc)} if exc.field else None)

@@ -1,4 +1,5 @@
-"""Network probe: ICMP RTT and loss with ping, TCP throughput both ways with iperf3."""
+"""Network probe: ICMP RTT and loss (ping), route (tracepath), TCP throughput (iperf3):
+one stream both ways, and P parallel streams."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 from benchmarks import runner
 from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
 from benchmarks.parsers.ping import PingResult, parse_ping
+from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
 from benchmarks.probes.base import Peer, Probe, ProbeError
-from benchmarks.sample import Sample, summarise
+from benchmarks.sample import Sample, repeat_until_stable, summarise
 
 GBIT = 1e9
 # iperf3 -s serves one test at a time; another node may be using the reference endpoint.
@@ -21,31 +23,45 @@ class NetworkProbe(Probe):
     name = "network"
 
     def prepare(self) -> None:
-        for tool in ("ping", "iperf3"):
+        for tool, package in (("ping", "iputils-ping"), ("iperf3", "iperf3"),
+                              ("tracepath", "iputils-tracepath")):
             if shutil.which(tool) is None:
-                raise ProbeError(f"{tool} is not installed; install it (apt-get install "
-                                 f"{'iputils-ping' if tool == 'ping' else tool})")
+                raise ProbeError(f"{tool} is not installed; install it (apt-get install {package})")
         if not self.ctx.peers:
             raise ProbeError("no peers to measure against: the region has no reference endpoint")
 
     def run(self) -> list[Sample]:
         reps = int(self.param("repetitions"))
-        steps = len(self.ctx.peers) * (1 + 2 * reps)
+        steps = len(self.ctx.peers) * (2 + 3 * reps)
         step = 0
+
+        def next_step() -> None:
+            nonlocal step
+            step += 1
+            self.ctx.report(self.name, min(step, steps), steps)
+
         samples: list[Sample] = []
         for peer in self.ctx.peers:
             meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
-            step += 1
-            self.ctx.report(self.name, step, steps)
+            next_step()
             samples += ping_samples(self.ping(peer), meta | self.ping_params())
-            forward: list[Iperf3Result] = []
-            reverse: list[Iperf3Result] = []
-            for direction, results in ((False, forward), (True, reverse)):
-                for _ in range(reps):
-                    step += 1
-                    self.ctx.report(self.name, step, steps)
-                    results.append(self.iperf3(peer, reverse=direction))
-            samples += iperf3_samples(forward, reverse, meta | self.iperf3_params(forward[0]))
+            next_step()
+            samples += route_samples(self.tracepath(peer), meta | {"tool": "tracepath"})
+            runs: dict[str, list[Iperf3Result]] = {}
+            for kind, reverse, streams in (("forward", False, 1), ("reverse", True, 1),
+                                           ("parallel", False, int(self.param("iperf3_parallel")))):
+                def measure(peer: Peer = peer, reverse: bool = reverse,
+                            streams: int = streams) -> Iperf3Result:
+                    next_step()
+                    return self.iperf3(peer, reverse=reverse, streams=streams)
+
+                runs[kind] = repeat_until_stable(measure, lambda r: r.sender_bps, reps)
+            samples += iperf3_samples(runs["forward"], runs["reverse"],
+                                      meta | self.iperf3_params(runs["forward"][0]))
+            samples.append(summarise(
+                "network.tcp_throughput_parallel",
+                [r.receiver_bps / GBIT for r in runs["parallel"]],
+                meta | self.iperf3_params(runs["parallel"][0])))
         return samples
 
     def ping_params(self) -> dict[str, Any]:
@@ -54,6 +70,7 @@ class NetworkProbe(Probe):
 
     def iperf3_params(self, first: Iperf3Result) -> dict[str, Any]:
         return {"tool": "iperf3", "version": first.version, "streams": first.streams,
+                "intervals_gbps": [round(b / GBIT, 4) for b in first.intervals_bps],
                 "duration_s": int(self.param("iperf3_duration")),
                 "omit_s": int(self.param("iperf3_omit"))}
 
@@ -64,13 +81,19 @@ class NetworkProbe(Probe):
         result = runner.run(argv, timeout=count * interval + 10)
         return parse_ping(result.stdout)
 
-    def iperf3(self, peer: Peer, reverse: bool) -> Iperf3Result:
+    def tracepath(self, peer: Peer) -> TracepathResult:
+        result = runner.run(["tracepath", "-n", "-m", "30", peer.host], timeout=90)
+        return parse_tracepath(result.stdout)
+
+    def iperf3(self, peer: Peer, reverse: bool, streams: int = 1) -> Iperf3Result:
         duration = int(self.param("iperf3_duration"))
         omit = int(self.param("iperf3_omit"))
         argv = ["iperf3", "-J", "-c", peer.host, "-p", str(peer.iperf3_port),
                 "-t", str(duration), "-O", str(omit), "--connect-timeout", "3000"]
         if reverse:
             argv.append("-R")
+        if streams > 1:
+            argv += ["-P", str(streams)]
         for attempt in range(BUSY_RETRIES):
             result = runner.run(argv, timeout=duration + omit + 20)
             try:
@@ -98,6 +121,13 @@ def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:
             if value is not None:
                 samples.append(Sample(metric, value, "ms", n=result.received, metadata=meta))
     return samples
+
+
+def route_samples(result: TracepathResult, meta: dict[str, Any]) -> list[Sample]:
+    hops = [{"ttl": h.ttl, "host": h.host, "rtt_ms": h.rtt_ms, "no_reply": h.no_reply}
+            for h in result.hops]
+    return [Sample("network.hop_count", float(result.hop_count), "count", n=1,
+                   metadata=meta | {"hops": hops, "pmtu": result.pmtu, "reached": result.reached})]
 
 
 def iperf3_samples(forward: list[Iperf3Result], reverse: list[Iperf3Result],

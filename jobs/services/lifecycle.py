@@ -48,8 +48,9 @@ class Claim:
             "run_id": self.run.pk,
             "attempt_id": str(self.attempt.id),
             "suite": job.suite,
+            "profile": job.profile,
             "probes": list(SUITES[job.suite]),
-            "params": resolve_params(job.params),
+            "params": resolve_params(job.params, job.profile),
             "peers": peers,
             "lease_seconds": settings.RUN_LEASE_SECONDS,
         }

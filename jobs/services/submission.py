@@ -25,21 +25,23 @@ class SubmissionError(Exception):
         self.field = field
 
 
-def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any]) -> str:
-    body = json.dumps({"nodes": sorted(node_ids), "suite": suite, "params": params},
-                      sort_keys=True)
+def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any],
+                   profile: str) -> str:
+    body = json.dumps({"nodes": sorted(node_ids), "suite": suite, "params": params,
+                       "profile": profile}, sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
 def submit(owner: User, node_ids: Sequence[int], suite: str,
-           params: dict[str, Any] | None = None, idempotency_key: str = "") -> tuple[BenchmarkJob, bool]:
+           params: dict[str, Any] | None = None, idempotency_key: str = "",
+           profile: str = "default") -> tuple[BenchmarkJob, bool]:
     """Create a job with one run per node; returns (job, created)."""
     params = params or {}
     if suite not in SUITES:
         raise SubmissionError(f"unknown suite {suite!r}; choose one of {sorted(SUITES)}",
                               field="suite")
-    resolve_params(params)  # raises InvalidParams with per-field messages
-    digest = request_digest(node_ids, suite, params)
+    resolve_params(params, profile)  # raises InvalidParams with per-field messages
+    digest = request_digest(node_ids, suite, params, profile)
     if idempotency_key:
         existing = BenchmarkJob.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
         if existing is not None:
@@ -55,6 +57,7 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
     try:
         with transaction.atomic():
             job = BenchmarkJob.objects.create(owner=owner, suite=suite, params=params,
+                                              profile=profile,
                                               idempotency_key=idempotency_key,
                                               request_digest=digest)
             runs = Run.objects.bulk_create([Run(job=job, node_id=i) for i in unique_ids])

@@ -1,0 +1,140 @@
+"""GPU utilisation and power sampled through NVML on a background thread.
+
+pynvml is imported lazily so that hosts without it (or without an NVIDIA driver) can still
+import this module; the sampler then says why it has no figures instead of inventing zeros.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.sample import percentile
+
+NO_GPU = "skipped: no NVIDIA GPU"
+# A GPU under this utilisation is counted as starved (waiting on input, comms or the host).
+BUSY_THRESHOLD = 80.0
+
+
+@dataclass(frozen=True)
+class UtilisationSummary:
+    samples: int  # one per device per tick
+    util_mean: float  # %
+    util_p5: float  # %
+    below80: float  # fraction of samples under BUSY_THRESHOLD
+    power_mean_w: float | None  # None when the board does not report power
+    devices: int
+
+
+def load_nvml() -> tuple[Any | None, str | None]:
+    """(initialised pynvml module, None), or (None, why not) when there is no usable NVML."""
+    try:
+        nvml = importlib.import_module("pynvml")
+    except ImportError:
+        return None, f"{NO_GPU} (pynvml is not installed)"
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - any NVMLError (no driver, no library) means no GPU
+        return None, NO_GPU if _is_nvml_error(nvml, exc) else f"{NO_GPU} ({exc})"
+    return nvml, None
+
+
+def _is_nvml_error(nvml: Any, exc: Exception) -> bool:
+    error_type = getattr(nvml, "NVMLError", None)
+    return isinstance(error_type, type) and isinstance(exc, error_type)
+
+
+class NvmlSampler:
+    """Samples utilisation and power of ``devices`` (default: all) every ``period_s``.
+
+    ``nvml`` is a pynvml-like object, already initialised; tests inject a fake one. Without
+    it, the real pynvml is loaded; if that fails, ``skipped`` holds the reason and
+    ``stop()`` returns None.
+    """
+
+    def __init__(self, period_s: float = 0.1, devices: list[int] | None = None,
+                 nvml: Any | None = None) -> None:
+        self.period_s = period_s
+        self.skipped: str | None = None
+        self._owns_nvml = nvml is None
+        if nvml is None:
+            nvml, self.skipped = load_nvml()
+        self._nvml = nvml
+        self._handles: list[Any] = []
+        if nvml is not None:
+            try:
+                count = int(nvml.nvmlDeviceGetCount())
+                indices = [i for i in (devices if devices is not None else range(count)) if i < count]
+                self._handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
+            except Exception as exc:  # noqa: BLE001 - an NVML failure here means no usable GPU
+                self.skipped = f"{NO_GPU} ({exc})"
+            if not self._handles and self.skipped is None:
+                self.skipped = NO_GPU
+        self._util: list[float] = []
+        self._power_w: list[float] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.skipped is None
+
+    def start(self) -> None:
+        if not self.available:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="nvml-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> UtilisationSummary | None:
+        """Stop sampling; the summary, or None when unavailable (see ``skipped``)."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        if not self.available:
+            return None
+        if not self._util:
+            # The window was shorter than one tick: take one reading rather than report nothing.
+            self.sample_once()
+        if self._owns_nvml and self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001 - shutting down is best effort, the figures are taken
+                pass
+        return self.summary()
+
+    def _loop(self) -> None:
+        next_tick = time.monotonic()
+        while not self._stop.is_set():
+            self.sample_once()
+            next_tick += self.period_s
+            # Sleep to the next tick, not period_s, so the rate does not drift with NVML latency.
+            self._stop.wait(max(0.0, next_tick - time.monotonic()))
+
+    def sample_once(self) -> None:
+        assert self._nvml is not None
+        for handle in self._handles:
+            self._util.append(float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+            try:
+                # NVML reports milliwatts.
+                self._power_w.append(float(self._nvml.nvmlDeviceGetPowerUsage(handle)) / 1000.0)
+            except Exception:  # noqa: BLE001 - some boards do not report power; utilisation still counts
+                pass
+
+    def summary(self) -> UtilisationSummary | None:
+        if not self._util:
+            return None
+        ordered = sorted(self._util)
+        return UtilisationSummary(
+            samples=len(ordered),
+            util_mean=statistics.fmean(ordered),
+            util_p5=percentile(ordered, 5),
+            below80=sum(1 for u in ordered if u < BUSY_THRESHOLD) / len(ordered),
+            power_mean_w=statistics.fmean(self._power_w) if self._power_w else None,
+            devices=len(self._handles),
+        )

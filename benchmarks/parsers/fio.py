@@ -1,0 +1,237 @@
+"""Parse what ``fio --output-format=json`` prints on stdout (checked against fio 3.33).
+
+The fields used::
+
+    "fio version"                                   "fio-3.33"
+    jobs[*].jobname, groupid                        one entry per job group with
+                                                    --group_reporting, else one per job
+    jobs[*].error                                   errno of a failed job, 0 if it ran
+    jobs[*]."job options".numjobs                   a string, as given on the command line
+    jobs[*].{read,write}.iops                       operations per second
+    jobs[*].{read,write}.bw_bytes                   bytes per second
+    jobs[*].read.clat_ns.percentile."50.000000"     completion latency, nanoseconds;
+                                                    absent when no read completed
+
+fio reports failures in three shapes, all of which become ``FioError``:
+
+* an option it cannot use (e.g. a missing ``--directory``): no JSON at all, only
+  ``fio: ...`` lines (stdout gets ``func=lstat, error=No such file or directory``);
+* an I/O error during the run: JSON whose job has a non-zero ``error`` (errno),
+  preceded on stdout by a ``fio: pid=..., err=...`` line;
+* either of those with the JSON cut short.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from benchmarks.parsers import ParseError
+
+_P50 = "50.000000"
+_P99 = "99.000000"
+_P999 = "99.900000"
+
+
+class FioError(ParseError):
+    """fio ran but reported a failure instead of (or as well as) results.
+
+    ``errnos`` holds the errno of every failed job, so a caller can react to a
+    specific one (EINVAL from O_DIRECT on a file system without it); it is empty
+    when fio failed before any job started and printed only text.
+    """
+
+    def __init__(self, message: str, errnos: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errnos = errnos
+
+
+@dataclass(frozen=True)
+class FioResult:
+    # Summed over every job entry: with --group_reporting fio has already summed
+    # the group's jobs into one entry, without it each job has its own.
+    read_iops: float
+    write_iops: float
+    read_bw_bytes: float  # bytes per second
+    write_bw_bytes: float
+    # None when no read completed (a write-only job has no percentiles).
+    read_clat_p50_ns: float | None
+    read_clat_p99_ns: float | None
+    read_clat_p999_ns: float | None
+    fio_version: str
+    jobs: int  # job processes that ran (numjobs summed over distinct job sections)
+
+
+def parse_fio(text: str) -> FioResult:
+    """Parse the stdout of one ``fio --output-format=json`` run."""
+    preamble, body = _split_preamble(text)
+    messages = [line.strip() for line in preamble if line.strip().startswith("fio:")]
+    if body is None:
+        if messages:
+            raise FioError("fio failed before running any job: " + "; ".join(messages))
+        raise ParseError("no fio JSON output found")
+
+    document = _load_object(body)
+    if "fio version" not in document:
+        raise ParseError("not fio JSON output: no 'fio version' field")
+    version = _string(document, "fio version")
+    entries = _mappings(_sequence(document, "jobs"), "jobs")
+    if not entries:
+        raise ParseError("fio JSON output lists no jobs")
+    _raise_job_errors(entries, messages)
+
+    reads = [_mapping(entry, "read") for entry in entries]
+    writes = [_mapping(entry, "write") for entry in entries]
+    return FioResult(
+        read_iops=sum(_number(r, "iops") for r in reads),
+        write_iops=sum(_number(w, "iops") for w in writes),
+        read_bw_bytes=sum(_number(r, "bw_bytes") for r in reads),
+        write_bw_bytes=sum(_number(w, "bw_bytes") for w in writes),
+        read_clat_p50_ns=_clat_percentile(reads, _P50),
+        read_clat_p99_ns=_clat_percentile(reads, _P99),
+        read_clat_p999_ns=_clat_percentile(reads, _P999),
+        fio_version=version,
+        jobs=_job_count(entries),
+    )
+
+
+def _split_preamble(text: str) -> tuple[list[str], str | None]:
+    # fio writes some error lines to stdout ahead of the JSON document, so the
+    # document starts at the first line that opens an object, not at byte 0.
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith("{"):
+            return lines[:index], "\n".join(lines[index:])
+    return lines, None
+
+
+def _raise_job_errors(entries: Sequence[Mapping[str, object]], messages: list[str]) -> None:
+    failures: list[str] = []
+    errnos: list[int] = []
+    for entry in entries:
+        code = _count(entry, "error")
+        if code:
+            errnos.append(code)
+            name = entry.get("jobname")
+            failures.append(f"job {name!r} failed with errno {code} ({_strerror(code)})")
+    if failures:
+        # The preamble line names the failing call (e.g. func=io_u error), which
+        # the JSON does not; keep it for whoever reads the run's error text.
+        raise FioError("; ".join(failures + messages), tuple(errnos))
+
+
+def _strerror(code: int) -> str:
+    try:
+        return os.strerror(code)
+    except (ValueError, OverflowError):
+        return "unknown error"
+
+
+def _clat_percentile(reads: Sequence[Mapping[str, object]], key: str) -> float | None:
+    values: list[float] = []
+    for read in reads:
+        clat = _mapping(read, "clat_ns")
+        # fio leaves out "percentile" when the job completed no reads.
+        if "percentile" in clat:
+            values.append(_number(_mapping(clat, "percentile"), key))
+    if not values:
+        return None
+    # Percentiles of separately reported jobs cannot be merged exactly without
+    # their histograms; the worst job's figure is a safe upper bound. With
+    # --group_reporting there is one entry and this is fio's own merged value.
+    return max(values)
+
+
+def _job_count(entries: Sequence[Mapping[str, object]]) -> int:
+    # Without --group_reporting each of numjobs clones gets its own entry, all
+    # repeating the same "numjobs"; with it the group has one entry. Counting each
+    # (jobname, groupid) once gives the same figure in both cases.
+    sections: dict[tuple[str, int], int] = {}
+    for entry in entries:
+        key = (_string(entry, "jobname"), _count(entry, "groupid"))
+        options = _mapping(entry, "job options")
+        sections[key] = _numjobs(options)
+    return sum(sections.values())
+
+
+def _numjobs(options: Mapping[str, object]) -> int:
+    value = options.get("numjobs", "1")
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
+        return int(value)
+    raise ParseError("'numjobs' must be a decimal string")
+
+
+def _load_object(text: str) -> Mapping[str, object]:
+    try:
+        document: object = json.loads(text)
+    except RecursionError as exc:
+        raise ParseError("JSON nested too deeply") from exc
+    except ValueError as exc:
+        # JSONDecodeError, and also the int-digits limit on huge integers.
+        raise ParseError(f"not valid JSON: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise ParseError("fio JSON output must be an object")
+    return document
+
+
+def _mapping(parent: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = _field(parent, key)
+    if not isinstance(value, Mapping):
+        raise ParseError(f"{key!r} must be an object")
+    return value
+
+
+def _mappings(items: Sequence[object], where: str) -> list[Mapping[str, object]]:
+    result: list[Mapping[str, object]] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise ParseError(f"every entry of {where!r} must be an object")
+        result.append(item)
+    return result
+
+
+def _sequence(parent: Mapping[str, object], key: str) -> Sequence[object]:
+    value = _field(parent, key)
+    if not isinstance(value, list):
+        raise ParseError(f"{key!r} must be an array")
+    return value
+
+
+def _number(parent: Mapping[str, object], key: str) -> float:
+    value = _field(parent, key)
+    # bool is an int subclass; true/false is never a measurement.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParseError(f"{key!r} must be a number")
+    try:
+        result = float(value)
+    except OverflowError as exc:
+        raise ParseError(f"{key!r} is too large") from exc
+    # json.loads accepts NaN/Infinity, which no real measurement produces.
+    if not math.isfinite(result) or result < 0:
+        raise ParseError(f"{key!r} must be a finite non-negative number")
+    return result
+
+
+def _count(parent: Mapping[str, object], key: str) -> int:
+    value = _field(parent, key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParseError(f"{key!r} must be a non-negative integer")
+    return value
+
+
+def _string(parent: Mapping[str, object], key: str) -> str:
+    value = _field(parent, key)
+    if not isinstance(value, str):
+        raise ParseError(f"{key!r} must be a string")
+    return value
+
+
+def _field(parent: Mapping[str, object], key: str) -> object:
+    try:
+        return parent[key]
+    except KeyError as exc:
+        raise ParseError(f"missing field {key!r}") from exc
