@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -18,6 +20,30 @@ class CommandTimeout(Exception):
         super().__init__(f"{argv[0]} timed out after {timeout:g} s")
         self.argv = list(argv)
         self.timeout = timeout
+
+
+class ProbeTimeLimit(Exception):
+    """The probe's own time limit ran out while one of its commands was running."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__(f"timed out after {limit:g} s")
+        self.limit = limit
+
+
+# The current probe's deadline: no command may outlive it (see time_limit()).
+_deadline: tuple[float, float] | None = None  # (monotonic deadline, the limit in seconds)
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Every command run inside is killed, with its process group, when ``seconds`` pass."""
+    global _deadline
+    previous = _deadline
+    _deadline = (time.monotonic() + seconds, seconds)
+    try:
+        yield
+    finally:
+        _deadline = previous
 
 
 class CommandNotFound(Exception):
@@ -36,6 +62,13 @@ class CommandResult:
 
 def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) -> CommandResult:
     """Run ``argv``; return its output whatever the exit status; raise on timeout."""
+    limited_by_probe = False
+    if _deadline is not None:
+        left = _deadline[0] - time.monotonic()
+        if left <= 0:
+            raise ProbeTimeLimit(_deadline[1])
+        if left < timeout:
+            timeout, limited_by_probe = left, True
     try:
         proc = subprocess.Popen(
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -47,6 +80,8 @@ def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) 
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
+        if limited_by_probe and _deadline is not None:
+            raise ProbeTimeLimit(_deadline[1]) from None
         raise CommandTimeout(argv, timeout) from None
     except BaseException:
         kill_group(proc)

@@ -27,6 +27,9 @@ PARAMS: dict[str, Param] = {
     "iperf3_parallel": Param(4, 1, 128, help="streams of the parallel iperf3 test (iperf3 -P)"),
     "repetitions": Param(5, 1, 20, help="times each measurement repeats (more while CV > 3.5%)"),
     "noop_seconds": Param(0, 0, 600, integer=False, help="how long the no-op probe sleeps"),
+    "noop_command_seconds": Param(0, 0, 3600, integer=False,
+                                  help="the no-op probe runs `sleep N` (tests of time limits)"),
+    "probe_time_limit": Param(1800, 5, 7200, help="seconds a probe may run before it is killed"),
 }
 
 # A profile changes the defaults; a request's own overrides still win. Results are only

@@ -8,10 +8,11 @@ import time
 import traceback
 from typing import Any
 
+from benchmarks import runner
 from benchmarks.parsers import ParseError
 from benchmarks.probes import PROBES, ProbeContext, ProbeError
 from benchmarks.probes.base import Cancelled, Peer
-from benchmarks.runner import CommandNotFound, CommandTimeout
+from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
 from benchmarks.sample import Sample
 from workers import inventory
 from workers.api_client import ApiError, NodeApi
@@ -19,7 +20,7 @@ from workers.api_client import ApiError, NodeApi
 log = logging.getLogger(__name__)
 
 # What the node says when a probe fails for an expected reason: the message is enough.
-EXPECTED_FAILURES = (ProbeError, CommandTimeout, CommandNotFound, ParseError)
+EXPECTED_FAILURES = (ProbeError, CommandTimeout, CommandNotFound, ParseError, ProbeTimeLimit)
 
 
 class LeaseKeeper:
@@ -76,11 +77,13 @@ def run_probes(spec: dict[str, Any], report: Any) -> list[Sample]:
     samples: list[Sample] = []
     for name in spec["probes"]:
         probe = PROBES[name](ctx)
-        probe.prepare()
-        try:
-            samples += probe.run()
-        finally:
-            probe.cleanup()
+        # The limit kills the probe's commands (iperf3, fio, torch ranks) as process groups.
+        with runner.time_limit(float(spec["params"]["probe_time_limit"])):
+            probe.prepare()
+            try:
+                samples += probe.run()
+            finally:
+                probe.cleanup()
     return samples
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from benchmarks import runner
 from benchmarks.probes.base import Probe
 from benchmarks.sample import Sample, summarise
 
@@ -18,4 +19,7 @@ class NoopProbe(Probe):
         for step in range(steps):
             self.ctx.report(self.name, step + 1, steps)
             time.sleep(seconds / steps)
+        command_seconds = self.param("noop_command_seconds")
+        if command_seconds:
+            runner.run(["sleep", f"{command_seconds:g}"], timeout=command_seconds + 60)
         return [summarise("noop.duration", [time.monotonic() - started])]

@@ -82,3 +82,22 @@ def test_revoking_a_node_stops_its_key_and_broker_user_at_once(
     assert heartbeat.status_code in (401, 403)
     run = job.runs.get()
     assert (run.status, run.error) == ("failed", "node revoked")
+
+
+def test_a_probe_past_its_time_limit_fails_and_the_worker_takes_the_next_run(
+        live_server: Any, buyer: Any, enrol_node: Any, worker_factory: Any) -> None:
+    one = enrol_node("hz-1", api_url=live_server.url)
+    worker_factory(one.config_path, "w-limit-hz-1")
+    hung, _ = submission.submit(buyer.user, [one.node.pk], "noop",
+                                {"noop_command_seconds": 600, "probe_time_limit": 5})
+    after, _ = submission.submit(buyer.user, [one.node.pk], "noop")
+    wait_for(lambda: Run.objects.get(job=after).status == "succeeded", 60, "the next run")
+    run = Run.objects.get(job=hung)
+    assert (run.status, run.error) == ("failed", "timed out after 5 s")
+    assert "sleep 600" not in subprocess_list()
+
+
+def subprocess_list() -> str:
+    import subprocess
+
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout

@@ -1,0 +1,40 @@
+"""The subprocess seam: timeouts kill the whole process group, probe limits cut commands."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from benchmarks import runner
+
+
+def pgrep(pattern: str) -> str:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True,
+                          check=False).stdout
+
+
+def test_a_timeout_kills_the_command_and_its_children() -> None:
+    marker = "sleep 31.5"
+    with pytest.raises(runner.CommandTimeout, match="timed out after 0.5 s"):
+        runner.run(["sh", "-c", f"{marker} & {marker}; wait"], timeout=0.5)
+    time.sleep(0.2)
+    assert pgrep(marker) == ""
+
+
+def test_a_probe_time_limit_cuts_a_longer_command() -> None:
+    started = time.monotonic()
+    with runner.time_limit(0.5), pytest.raises(runner.ProbeTimeLimit, match="timed out after 0.5 s"):
+        runner.run(["sleep", "30"], timeout=60)
+    assert time.monotonic() - started < 5
+
+
+def test_a_missing_tool_says_so() -> None:
+    with pytest.raises(runner.CommandNotFound, match="not installed"):
+        runner.run(["no-such-tool-here"], timeout=5)
+
+
+def test_output_comes_back_whatever_the_exit_status() -> None:
+    result = runner.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=5)
+    assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
