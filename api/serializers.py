@@ -41,6 +41,7 @@ class NodeCredentialsSerializer(serializers.Serializer[Any]):
     broker_transport_options = serializers.DictField()
     queue = serializers.CharField()
     broker_acl = serializers.BooleanField()
+    heartbeat_seconds = serializers.IntegerField()
 
 
 class NodeSerializer(serializers.ModelSerializer[Node]):
@@ -49,11 +50,13 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
     region = serializers.CharField(source="region.code")
     province = serializers.CharField(source="region.province")
     city = serializers.CharField(source="region.city")
+    online = serializers.BooleanField(read_only=True,
+                                      help_text="its worker heartbeated recently")
 
     class Meta:
         model = Node
         fields = ["id", "name", "provider", "provider_kind", "region", "province", "city",
-                  "status", "enrolled_at", "last_seen_at", "revoked_reason"]
+                  "status", "online", "enrolled_at", "last_seen_at", "revoked_reason"]
 
 
 class ProviderSerializer(serializers.ModelSerializer[Provider]):

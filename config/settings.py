@@ -182,6 +182,11 @@ CELERY_BEAT_SCHEDULE = {
 # A claimed run's lease; the node renews it by heartbeat while the probe runs.
 RUN_LEASE_SECONDS = envint("RUN_LEASE_SECONDS", 60)
 RUN_MAX_ATTEMPTS = envint("RUN_MAX_ATTEMPTS", 3)
+# A queued run its node has not started in this long fails, with the reason.
+RUN_QUEUE_TIMEOUT_SECONDS = envint("RUN_QUEUE_TIMEOUT_SECONDS", 24 * 3600)
+# Node workers heartbeat this often; a node missing NODE_OFFLINE_AFTER seconds is offline.
+NODE_HEARTBEAT_SECONDS = envint("NODE_HEARTBEAT_SECONDS", 30)
+NODE_OFFLINE_AFTER_SECONDS = envint("NODE_OFFLINE_AFTER_SECONDS", 90)
 ENROLMENT_TOKEN_TTL_HOURS = envint("ENROLMENT_TOKEN_TTL_HOURS", 24)
 RESULT_MAX_BYTES = envint("RESULT_MAX_BYTES", 1_000_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RESULT_MAX_BYTES

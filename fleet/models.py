@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Region(models.Model):
@@ -93,6 +94,9 @@ class Node(models.Model):
         return f"{self.provider.name}/{self.name}"
 
     @property
-    def key_prefix_namespace(self) -> str:
-        """The Redis key prefix this node's ACL confines it to."""
-        return f"node:{self.pk}:"
+    def online(self) -> bool:
+        """Seen within NODE_OFFLINE_AFTER_SECONDS (its worker heartbeats more often)."""
+        if self.last_seen_at is None:
+            return False
+        age = (timezone.now() - self.last_seen_at).total_seconds()
+        return age <= settings.NODE_OFFLINE_AFTER_SECONDS

@@ -6,7 +6,7 @@ Everything is real: PostgreSQL (DATABASE_URL), redis-server, iperf3, Celery work
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,19 +57,29 @@ def iperf3_port(run_dir: Path) -> Iterator[int]:
     server.stop()
 
 
-@pytest.fixture
-def worker_factory(run_dir: Path) -> Iterator[Callable[[Path, str], procs.Proc]]:
-    started: list[procs.Proc] = []
+class WorkerFactory:
+    """Starts node worker processes; every one is stopped when the test ends."""
 
-    def start(config_path: Path, name: str) -> procs.Proc:
-        proc = procs.start_node_worker(config_path, run_dir, name)
-        started.append(proc)
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.started: list[procs.Proc] = []
+
+    def __call__(self, config_path: Path, name: str) -> procs.Proc:
+        proc = procs.start_node_worker(config_path, self.log_dir, name)
+        self.started.append(proc)
         procs.wait_worker_ready(proc)
         return proc
 
-    yield start
-    for proc in started:
-        proc.stop()
+    def stop_all(self) -> None:
+        for proc in self.started:
+            proc.stop()
+
+
+@pytest.fixture
+def worker_factory(run_dir: Path) -> Iterator[WorkerFactory]:
+    factory = WorkerFactory(run_dir)
+    yield factory
+    factory.stop_all()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -26,6 +26,7 @@ class NodeConfig:
     queue: str
     broker_transport_options: dict[str, Any] = field(default_factory=dict)
     broker_acl: bool = True
+    heartbeat_seconds: int = 30
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeConfig:

@@ -6,21 +6,44 @@ no events, no remote control, no gossip or mingle; results go to the API, never 
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import time
 
 from celery import Celery
+from celery.signals import worker_ready
 
 from workers import execution
-from workers.api_client import NodeApi
+from workers.api_client import ApiError, NodeApi
 from workers.config import NodeConfig
+from workers.redis_transport import node_broker_url
 
 EXECUTE_RUN_TASK = "bench.execute_run"
+log = logging.getLogger(__name__)
+
+
+class Heartbeat(threading.Thread):
+    """Tells the platform this node is online, also while it is idle or busy."""
+
+    def __init__(self, api: NodeApi, every: float) -> None:
+        super().__init__(name="heartbeat", daemon=True)
+        self.api = api
+        self.every = every
+
+    def run(self) -> None:
+        while True:
+            try:
+                self.api.heartbeat()
+            except ApiError as exc:
+                log.warning("heartbeat failed: %s", exc)
+            time.sleep(self.every)
 
 
 def make_app(config: NodeConfig) -> Celery:
     app = Celery(f"node-{config.node_id}", set_as_current=True)
     app.conf.update(
-        broker_url=config.broker_url,
+        broker_url=node_broker_url(config.broker_url),
         broker_transport_options=config.broker_transport_options,
         broker_connection_retry_on_startup=True,
         result_backend=None,
@@ -36,6 +59,10 @@ def make_app(config: NodeConfig) -> Celery:
         worker_hijack_root_logger=True,
     )
     api = NodeApi(config.api_url, config.api_key)
+
+    @worker_ready.connect(weak=False)
+    def start_heartbeat(**_: object) -> None:
+        Heartbeat(NodeApi(config.api_url, config.api_key), config.heartbeat_seconds).start()
 
     @app.task(name=EXECUTE_RUN_TASK)
     def execute_run(run_id: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -39,7 +40,8 @@ class NodeSelfView(NodeView):
 class HeartbeatView(NodeView):
     @extend_schema(request=None, responses={200: _Ack})
     def post(self, request: Request) -> Response:
-        # Authentication already stamped last_seen_at.
+        # Other node requests stamp last_seen_at at most every few seconds; this one always.
+        Node.objects.filter(pk=self.node.pk).update(last_seen_at=timezone.now())
         return Response({"status": "ok"})
 
 

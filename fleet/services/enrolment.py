@@ -54,6 +54,7 @@ class Credentials:
             "broker_transport_options": broker.node_transport_options(self.node.pk),
             "queue": settings.NODE_QUEUE,
             "broker_acl": settings.NODE_BROKER_ACL,
+            "heartbeat_seconds": settings.NODE_HEARTBEAT_SECONDS,
         }
 
 

@@ -109,7 +109,6 @@ def renew(node: Node, run_id: int, attempt_id: uuid.UUID, progress: dict[str, An
                                  current_attempt=attempt_id).update(**updates)
     if not renewed:
         _explain_stale(node, run_id, attempt_id)
-    Node.objects.filter(pk=node.pk).update(last_seen_at=timezone.now())
 
 
 def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,

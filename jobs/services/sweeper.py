@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -22,6 +23,7 @@ class SweepReport:
     expired: int = 0
     given_up: int = 0
     republished: int = 0
+    timed_out: int = 0
 
 
 def sweep() -> SweepReport:
@@ -56,12 +58,31 @@ def sweep() -> SweepReport:
             run.current_attempt = None
             run.lease_expires_at = None
             run.save()
+    report.timed_out = fail_unstarted(now)
     pending = (Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
                                   dispatched_at__isnull=True)
                .values_list("pk", "node_id")[:1000])
     for run_id, node_id in pending:
         if publish_run(run_id, node_id):
             report.republished += 1
-    if report.expired or report.given_up or report.republished:
+    if report.expired or report.given_up or report.republished or report.timed_out:
         log.info("sweep: %s", report)
     return report
+
+
+def fail_unstarted(now: datetime) -> int:
+    """Queued runs their node never started within RUN_QUEUE_TIMEOUT_SECONDS fail, saying why."""
+    limit = settings.RUN_QUEUE_TIMEOUT_SECONDS
+    failed = 0
+    stale = (Run.objects.filter(status=Run.Status.QUEUED,
+                                queued_at__lte=now - timedelta(seconds=limit))
+             .select_related("node"))
+    for run in stale:
+        node = run.node
+        seen = node.last_seen_at.isoformat(timespec="seconds") if node.last_seen_at else "never"
+        failed += Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+            status=Run.Status.FAILED, finished_at=now,
+            error=f"not started within {limit} s: node {node.name} is offline "
+                  f"(last seen {seen})" if not node.online else
+                  f"not started within {limit} s: node {node.name} did not take it")
+    return failed
