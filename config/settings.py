@@ -80,6 +80,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "api.middleware.BodySizeLimitMiddleware",
+    "api.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -115,6 +116,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         DATABASE_URL or f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}",
         conn_max_age=envint("DB_CONN_MAX_AGE", 60),
+        # A kept connection is checked before use, so service resumes by itself after
+        # the database comes back.
+        conn_health_checks=True,
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

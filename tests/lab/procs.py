@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -152,3 +154,53 @@ def wait_worker_ready(proc: Proc, timeout: float = 30) -> None:
         return " ready." in proc.log()
 
     wait_for(ready, timeout, f"{proc.name} to be ready")
+
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+@dataclass
+class PrivatePostgres:
+    """A throwaway PostgreSQL cluster of our own, so a test may stop and start it."""
+
+    data_dir: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"),
+                        "-D", str(self.data_dir), "-w", *args], check=True,
+                       capture_output=True)
+
+    def start(self) -> None:
+        self._ctl("-o", f"-p {self.port} -k {self.data_dir} -c listen_addresses=127.0.0.1",
+                  "-l", str(self.data_dir / "server.log"), "start")
+
+    def stop(self) -> None:
+        self._ctl("-m", "fast", "stop")
+
+    def remove(self) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
+                        str(self.data_dir), "-m", "immediate", "stop"], capture_output=True,
+                       check=False)
+        shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+
+
+def start_private_postgres() -> PrivatePostgres:
+    """initdb as the postgres user (PostgreSQL refuses root) and start on a free port.
+
+    The cluster lives in its own folder under /tmp, which the postgres user can reach
+    (pytest's folders are root's alone); remove() deletes it.
+    """
+    work_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
+    shutil.chown(work_dir, "postgres", "postgres")
+    data_dir = work_dir / "pgdata"
+    subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "initdb"), "-D",
+                    str(data_dir), "-A", "trust", "-U", "postgres"], check=True,
+                   capture_output=True)
+    instance = PrivatePostgres(data_dir, free_port())
+    instance.start()
+    return instance
