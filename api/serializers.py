@@ -164,6 +164,9 @@ class RunResultSerializer(serializers.Serializer[Any]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["status"] == "succeeded" and not attrs["samples"]:
             raise serializers.ValidationError({"samples": "a succeeded run needs samples"})
+        implausible = intake.link_errors(attrs["samples"], attrs["inventory"])
+        if implausible:
+            raise serializers.ValidationError({"samples": implausible})
         return attrs
 
 

@@ -10,6 +10,7 @@ import platform
 import shutil
 import socket
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from benchmarks import runner
@@ -51,6 +52,18 @@ def _memory_bytes() -> int | None:
     return None
 
 
+def nics() -> list[dict[str, Any]]:
+    """Network interfaces with their link speed (Mbit/s; None where the driver has none)."""
+    found = []
+    for dev in sorted(Path("/sys/class/net").glob("*")):
+        try:
+            speed: int | None = int((dev / "speed").read_text().strip())
+        except (OSError, ValueError):
+            speed = None
+        found.append({"name": dev.name, "speed_mbps": speed if speed and speed > 0 else None})
+    return found
+
+
 def gpus() -> dict[str, Any]:
     """GPU inventory through NVML; says why when there is none."""
     try:
@@ -90,5 +103,6 @@ def collect() -> dict[str, Any]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "tools": {tool: _tool_version(tool) for tool in TOOL_VERSION_ARGS},
+        "nics": nics(),
         "gpu": gpus(),
     }

@@ -51,3 +51,30 @@ def clean_sample(sample: dict[str, Any]) -> dict[str, Any]:
         "n": sample.get("n", 1), "metadata": sample.get("metadata", {}),
         **{f: sample.get(f) for f in (*SPREAD_FIELDS, "cv")},
     }
+
+
+THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
+                      "network.tcp_throughput_received", "network.tcp_throughput_parallel")
+LOOPBACK_HOSTS = ("127.", "::1", "localhost")
+# TCP goodput can't beat the link; allow for rounding in the driver's nominal speed.
+LINK_SLACK = 1.02
+
+
+def link_errors(samples: list[dict[str, Any]], inventory: dict[str, Any]) -> dict[str, str]:
+    """Throughput the host's own fastest NIC could not have carried (loopback aside)."""
+    speeds = [n.get("speed_mbps") for n in inventory.get("nics", []) if isinstance(n, dict)]
+    known = [s for s in speeds if isinstance(s, (int, float)) and s > 0]
+    if not known:
+        return {}
+    limit_gbps = max(known) / 1000 * LINK_SLACK
+    errors = {}
+    for i, sample in enumerate(samples):
+        host = str(sample.get("metadata", {}).get("peer_host", ""))
+        if sample["metric"] in THROUGHPUT_METRICS and not host.startswith(LOOPBACK_HOSTS):
+            for field in ("value", "max", "p95"):
+                value = sample.get(field)
+                if isinstance(value, (int, float)) and value > limit_gbps:
+                    errors[f"{i}.{field}"] = (
+                        f"{value:g} Gbit/s is more than this host's fastest NIC carries "
+                        f"({max(known)} Mbit/s by its own inventory)")
+    return errors

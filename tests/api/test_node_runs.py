@@ -119,3 +119,20 @@ def _json(body: dict[str, Any]) -> str:
     import json
 
     return json.dumps(body)
+
+
+def test_throughput_beyond_the_hosts_own_nic_is_a_400(runs: Any) -> None:
+    one, _, run1, _ = runs
+    attempt = claim(one, run1).json()["attempt_id"]
+    remote = {**GOOD, "value": 50.0, "p95": 51.0, "max": 52.0,
+              "metadata": {"peer_host": "10.20.0.2"}}
+    body = {"attempt_id": attempt, "status": "succeeded", "samples": [remote],
+            "inventory": {"nics": [{"name": "eth0", "speed_mbps": 1000}]}}
+    response = one.client().post(f"/api/v1/node/runs/{run1.pk}/result", body, format="json")
+    assert response.status_code == 400
+    assert "fastest NIC" in str(response.json()["samples"])
+    assert not Sample.objects.exists()
+    within = {**remote, "value": 0.94, "p95": 0.95, "max": 0.96}
+    body["samples"] = [within]
+    assert one.client().post(f"/api/v1/node/runs/{run1.pk}/result", body,
+                             format="json").status_code == 200
