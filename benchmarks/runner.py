@@ -6,6 +6,7 @@ caller is interrupted) the whole group is killed, so a probe leaves no orphan ip
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -60,6 +61,24 @@ class CommandResult:
     stderr: str
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: be killed when the worker dies, even by kill -9.
+
+    The command has its own process group (so a timeout can kill it whole), which takes
+    it out of the worker's group; the parent-death signal brings it back under the worker.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return  # not Linux: the timeout still kills the group
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) -> CommandResult:
     """Run ``argv``; return its output whatever the exit status; raise on timeout."""
     limited_by_probe = False
@@ -72,7 +91,7 @@ def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) 
     try:
         proc = subprocess.Popen(
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, env=env,
+            start_new_session=True, env=env, preexec_fn=_die_with_parent,  # noqa: PLW1509
         )
     except FileNotFoundError:
         raise CommandNotFound(argv[0]) from None

@@ -38,3 +38,21 @@ def test_a_missing_tool_says_so() -> None:
 def test_output_comes_back_whatever_the_exit_status() -> None:
     result = runner.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=5)
     assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
+
+
+def test_a_command_dies_with_the_process_that_ran_it() -> None:
+    import sys
+
+    marker = "sleep 41.25"
+    parent = subprocess.Popen([sys.executable, "-c",
+                               "from benchmarks import runner; "
+                               f"runner.run(['sh', '-c', 'exec {marker}'], timeout=60)"],
+                              cwd=str(__import__("tests.lab.procs").lab.procs.REPO))
+    deadline = time.monotonic() + 10
+    while marker not in pgrep(marker + "$") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pgrep(marker) != ""
+    parent.kill()  # SIGKILL: no cleanup code runs in the parent
+    parent.wait()
+    time.sleep(0.5)
+    assert pgrep(marker) == ""
