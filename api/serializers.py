@@ -29,6 +29,8 @@ class EnrolmentTokenSerializer(serializers.Serializer[Any]):
 class EnrolRequestSerializer(serializers.Serializer[Any]):
     token = serializers.CharField(max_length=128)
     address = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    iperf3_port = serializers.IntegerField(min_value=1, max_value=65535, required=False,
+                                           default=5201)
     inventory = serializers.DictField(required=False, default=dict)
 
 
@@ -42,6 +44,8 @@ class NodeCredentialsSerializer(serializers.Serializer[Any]):
     queue = serializers.CharField()
     broker_acl = serializers.BooleanField()
     heartbeat_seconds = serializers.IntegerField()
+    address = serializers.CharField(allow_blank=True)
+    iperf3_port = serializers.IntegerField()
 
 
 class NodeSerializer(serializers.ModelSerializer[Node]):
@@ -184,6 +188,22 @@ class RunSpecSerializer(serializers.Serializer[Any]):
     params = serializers.DictField()
     peers = serializers.ListField(child=serializers.DictField())
     lease_seconds = serializers.IntegerField()
+    mesh = serializers.ListField(child=serializers.DictField(),
+                                 help_text="every node of the job, with its rank and address")
+    node_rank = serializers.IntegerField()
+    rendezvous = serializers.DictField(allow_null=True,
+                                       help_text="DDP master address and port, multi-node only")
+
+
+class BarrierRequestSerializer(serializers.Serializer[Any]):
+    attempt_id = serializers.UUIDField()
+    name = serializers.RegexField(r"^[a-z0-9._-]{1,64}$")
+
+
+class BarrierStateSerializer(serializers.Serializer[Any]):
+    ready = serializers.BooleanField()
+    waiting_for = serializers.ListField(child=serializers.CharField())
+    broken = serializers.CharField(allow_blank=True)
 
 
 class LeaderboardEntrySerializer(serializers.ModelSerializer[LatestResult]):

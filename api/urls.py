@@ -19,5 +19,6 @@ urlpatterns = [
     path("node/runs/<int:run_id>/claim", node_agent.ClaimView.as_view(), name="node-claim"),
     path("node/runs/<int:run_id>/progress", node_agent.ProgressView.as_view(), name="node-progress"),
     path("node/runs/<int:run_id>/result", node_agent.ResultView.as_view(), name="node-result"),
+    path("node/runs/<int:run_id>/barrier", node_agent.BarrierView.as_view(), name="node-barrier"),
     *router.urls,
 ]

@@ -35,6 +35,10 @@ _METRICS = [
     Metric("network.tcp_throughput_parallel", "Gbit/s", 0.0, 1_000.0, True,
            "TCP throughput, parallel streams"),
     Metric("network.hop_count", "count", 0.0, 255.0, False, "route hops (tracepath)"),
+    # Node to node, within one multi-node job: this node towards each peer.
+    Metric("network.internode_throughput", "Gbit/s", 0.0, 1_000.0, True,
+           "inter-node TCP throughput"),
+    Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, "inter-node RTT (ICMP avg)"),
     Metric("network.tcp_retransmits", "count", 0.0, 1e9, False, "TCP retransmits"),
     Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (iperf3 sender mean)"),
     # Kept for benchmarking the platform itself: a probe that measures nothing.

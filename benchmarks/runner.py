@@ -64,7 +64,7 @@ class CommandResult:
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: be killed when the worker dies, even by kill -9.
 
     The command has its own process group (so a timeout can kill it whole), which takes
@@ -91,7 +91,7 @@ def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) 
     try:
         proc = subprocess.Popen(
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, env=env, preexec_fn=_die_with_parent,  # noqa: PLW1509
+            start_new_session=True, env=env, preexec_fn=die_with_parent,  # noqa: PLW1509
         )
     except FileNotFoundError:
         raise CommandNotFound(argv[0]) from None

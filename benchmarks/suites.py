@@ -30,6 +30,8 @@ PARAMS: dict[str, Param] = {
     "noop_command_seconds": Param(0, 0, 3600, integer=False,
                                   help="the no-op probe runs `sleep N` (tests of time limits)"),
     "probe_time_limit": Param(1800, 5, 7200, help="seconds a probe may run before it is killed"),
+    "barrier_timeout": Param(300, 5, 3600,
+                             help="multi-node: seconds to wait for the other nodes at each step"),
 }
 
 # A profile changes the defaults; a request's own overrides still win. Results are only

@@ -82,8 +82,9 @@ class Node(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True)
     # What the host reported about itself (CPU, memory, NICs, GPUs, tool versions).
     inventory = models.JSONField(default=dict, blank=True)
-    # The address other nodes reach it at (iperf3 server, rendezvous); optional.
+    # The address other nodes reach it at (its iperf3 server, DDP rendezvous); optional.
     address = models.CharField(max_length=255, blank=True)
+    iperf3_port = models.PositiveIntegerField(default=5201)
 
     class Meta:
         constraints = [

@@ -91,3 +91,14 @@ class Sample(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["run", "metric"])]
+
+
+class BarrierArrival(models.Model):
+    """A node's run reached a named point of a multi-node job (a matrix round, DDP start)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="arrivals")
+    name = models.CharField(max_length=64)
+    arrived_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="one_arrival_per_run")]

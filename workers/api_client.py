@@ -27,9 +27,9 @@ def _error(response: requests.Response) -> ApiError:
 
 
 def enrol(api_url: str, token: str, address: str = "", inventory: dict[str, Any] | None = None,
-          timeout: float = 30) -> dict[str, Any]:
+          iperf3_port: int = 5201, timeout: float = 30) -> dict[str, Any]:
     response = requests.post(f"{api_url.rstrip('/')}/api/v1/enrol",
-                             json={"token": token, "address": address,
+                             json={"token": token, "address": address, "iperf3_port": iperf3_port,
                                    "inventory": inventory or {}}, timeout=timeout)
     if response.status_code != 201:
         raise _error(response)
@@ -73,6 +73,10 @@ class NodeApi:
     def result(self, run_id: int, attempt_id: str, body: dict[str, Any]) -> dict[str, Any]:
         # A measured result is worth waiting for: retry for several minutes before giving up.
         return self._post(f"runs/{run_id}/result", {"attempt_id": attempt_id, **body}, retries=8)
+
+    def barrier(self, run_id: int, attempt_id: str, name: str) -> dict[str, Any]:
+        return self._post(f"runs/{run_id}/barrier", {"attempt_id": attempt_id, "name": name},
+                          retries=3)
 
     def heartbeat(self) -> None:
         self._post("heartbeat")

@@ -13,7 +13,8 @@ from workers.api_client import ApiError, enrol
 
 
 def cmd_enroll(args: argparse.Namespace) -> int:
-    data = enrol(args.url, args.token, address=args.address or "", inventory=inventory.collect())
+    data = enrol(args.url, args.token, address=args.address or "", inventory=inventory.collect(),
+                 iperf3_port=args.iperf3_port)
     data["api_url"] = args.url.rstrip("/")  # the URL that worked for us, not the platform's guess
     cfg = node_config.NodeConfig.from_dict(data)
     path = node_config.save(cfg, Path(args.config))
@@ -43,7 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     enroll = sub.add_parser("enroll", help="exchange a provider's one-time token for node credentials")
     enroll.add_argument("--url", required=True, help="platform URL, e.g. https://bench.example.com")
     enroll.add_argument("--token", required=True, help="the enrolment token from the provider")
-    enroll.add_argument("--address", help="address other nodes reach this host at")
+    enroll.add_argument("--address", help="address other nodes reach this host at "
+                        "(needed for node-to-node and multi-node training tests)")
+    enroll.add_argument("--iperf3-port", type=int, default=5201,
+                        help="port of this host's iperf3 server (default: %(default)s)")
     enroll.set_defaults(func=cmd_enroll)
 
     worker = sub.add_parser("worker", help="run the node worker in the foreground")

@@ -27,6 +27,8 @@ class NodeConfig:
     broker_transport_options: dict[str, Any] = field(default_factory=dict)
     broker_acl: bool = True
     heartbeat_seconds: int = 30
+    address: str = ""  # where other nodes reach this host; empty: no node-to-node tests
+    iperf3_port: int = 5201
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeConfig:

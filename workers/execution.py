@@ -6,12 +6,13 @@ import logging
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks import runner
 from benchmarks.parsers import ParseError
 from benchmarks.probes import PROBES, ProbeContext, ProbeError
-from benchmarks.probes.base import Cancelled, Peer
+from benchmarks.probes.base import Cancelled, MeshNode, Peer, no_barrier
 from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
 from benchmarks.sample import Sample
 from workers import inventory
@@ -71,9 +72,44 @@ class LeaseKeeper:
             raise Cancelled()
 
 
-def run_probes(spec: dict[str, Any], report: Any) -> list[Sample]:
+class Barrier:
+    """Meeting points of a multi-node job, through the API: wait until every node arrived."""
+
+    def __init__(self, api: NodeApi, run_id: int, attempt_id: str, timeout: float,
+                 keeper: LeaseKeeper) -> None:
+        self.api = api
+        self.run_id = run_id
+        self.attempt_id = attempt_id
+        self.timeout = timeout
+        self.keeper = keeper
+
+    def __call__(self, name: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                state = self.api.barrier(self.run_id, self.attempt_id, name)
+            except ApiError as exc:
+                if exc.status in (404, 409):
+                    raise Cancelled() from None
+                raise
+            if state["ready"]:
+                return
+            if state.get("broken"):
+                raise ProbeError(f"stopped at {name}: {state['broken']}")
+            if self.keeper.lost:
+                raise Cancelled()
+            if time.monotonic() > deadline:
+                raise ProbeError(f"gave up after {self.timeout:g} s waiting at {name} for "
+                                 f"node(s) {', '.join(state['waiting_for'])}, which never arrived")
+            time.sleep(0.2)
+
+
+def run_probes(spec: dict[str, Any], report: Any,
+               barrier: Callable[[str], None] = no_barrier) -> list[Sample]:
     ctx = ProbeContext(params=spec["params"], peers=[Peer.from_dict(p) for p in spec["peers"]],
-                       report=report)
+                       report=report, mesh=[MeshNode.from_dict(n) for n in spec.get("mesh", [])],
+                       node_rank=int(spec.get("node_rank", 0)),
+                       rendezvous=spec.get("rendezvous"), barrier=barrier)
     samples: list[Sample] = []
     for name in spec["probes"]:
         probe = PROBES[name](ctx)
@@ -117,7 +153,9 @@ def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60) -> str:
     body: dict[str, Any]
     with LeaseKeeper(api, run_id, attempt_id, spec["lease_seconds"]) as keeper:
         try:
-            samples = run_probes(spec, keeper.report)
+            barrier = Barrier(api, run_id, attempt_id, float(spec["params"]["barrier_timeout"]),
+                              keeper)
+            samples = run_probes(spec, keeper.report, barrier)
             body = {"status": "succeeded", "samples": [s.as_dict() for s in samples]}
         except Cancelled as exc:
             log.info("run %s stopped: %s", run_id, exc)

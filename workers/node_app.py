@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import threading
 import time
 
 from celery import Celery
 from celery.signals import worker_ready
 
+from benchmarks import runner
 from workers import execution
 from workers.api_client import ApiError, NodeApi
 from workers.config import NodeConfig
@@ -63,12 +65,28 @@ def make_app(config: NodeConfig) -> Celery:
     @worker_ready.connect(weak=False)
     def start_heartbeat(**_: object) -> None:
         Heartbeat(NodeApi(config.api_url, config.api_key), config.heartbeat_seconds).start()
+        if config.address:
+            start_iperf3_server(config)
 
     @app.task(name=EXECUTE_RUN_TASK)
     def execute_run(run_id: int) -> str:
         return execution.execute_run(api, int(run_id))
 
     return app
+
+
+def start_iperf3_server(config: NodeConfig) -> subprocess.Popen[bytes] | None:
+    """The peer side of node-to-node tests: an iperf3 server on the enrolled address,
+    killed with the worker."""
+    argv = ["iperf3", "-s", "-B", config.address, "-p", str(config.iperf3_port)]
+    try:
+        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  preexec_fn=runner.die_with_parent)  # noqa: PLW1509
+    except FileNotFoundError:
+        log.warning("iperf3 is not installed: other nodes cannot test their link to this one")
+        return None
+    log.info("iperf3 server for node-to-node tests on %s:%s", config.address, config.iperf3_port)
+    return server
 
 
 def worker_argv(config: NodeConfig, loglevel: str = "INFO") -> list[str]:

@@ -25,7 +25,8 @@ class EnrolView(APIView):
         body.is_valid(raise_exception=True)
         try:
             creds = enrolment.redeem(body.validated_data["token"], body.validated_data["address"],
-                                     body.validated_data["inventory"])
+                                     body.validated_data["inventory"],
+                                     body.validated_data["iperf3_port"])
         except enrolment.EnrolmentError as exc:
             return error(str(exc), exc.status)
         return Response(NodeCredentialsSerializer(creds.as_config()).data,

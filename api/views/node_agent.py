@@ -14,7 +14,14 @@ from rest_framework.views import APIView
 from api.auth import NodeKeyAuthentication
 from api.errors import error
 from api.permissions import IsNode
-from api.serializers import NodeSerializer, RunProgressSerializer, RunResultSerializer, RunSpecSerializer
+from api.serializers import (
+    BarrierRequestSerializer,
+    BarrierStateSerializer,
+    NodeSerializer,
+    RunProgressSerializer,
+    RunResultSerializer,
+    RunSpecSerializer,
+)
 from fleet.models import Node
 from jobs.services import lifecycle
 
@@ -81,3 +88,16 @@ class ResultView(NodeView):
         except lifecycle.LifecycleError as exc:
             return error(str(exc), exc.status)
         return Response({"status": "stored" if stored else "already stored"})
+
+
+class BarrierView(NodeView):
+    @extend_schema(request=BarrierRequestSerializer, responses={200: BarrierStateSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        body = BarrierRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            state = lifecycle.barrier(self.node, run_id, body.validated_data["attempt_id"],
+                                      body.validated_data["name"])
+        except lifecycle.LifecycleError as exc:
+            return error(str(exc), exc.status)
+        return Response(state.as_dict())

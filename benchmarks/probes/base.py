@@ -30,12 +30,44 @@ class Peer:
                    iperf3_port=int(data.get("iperf3_port", 5201)))
 
 
+@dataclass(frozen=True)
+class MeshNode:
+    """A node of a multi-node job, as its peers see it."""
+
+    rank: int
+    name: str
+    host: str
+    iperf3_port: int
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeshNode:
+        return cls(rank=int(data["rank"]), name=str(data["name"]), host=str(data["host"]),
+                   iperf3_port=int(data["iperf3_port"]))
+
+    def as_peer(self) -> Peer:
+        return Peer(name=f"node:{self.name}", host=self.host, iperf3_port=self.iperf3_port)
+
+
+def no_barrier(name: str) -> None:
+    """A single-node run meets nobody."""
+
+
 @dataclass
 class ProbeContext:
     params: dict[str, float]
     peers: list[Peer] = field(default_factory=list)
     # Called with (probe, step, steps); may raise Cancelled when the run was cancelled.
     report: Callable[[str, int, int], None] = lambda probe, step, steps: None
+    # Multi-node jobs: every node (this one included), this node's rank, the DDP
+    # rendezvous, and a barrier that returns once every node reached the named point.
+    mesh: list[MeshNode] = field(default_factory=list)
+    node_rank: int = 0
+    rendezvous: dict[str, Any] | None = None
+    barrier: Callable[[str], None] = no_barrier
+
+    @property
+    def multi_node(self) -> bool:
+        return len(self.mesh) > 1
 
 
 class Probe:

@@ -13,6 +13,7 @@ from benchmarks.parsers.ping import PingResult, parse_ping
 from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
 from benchmarks.probes.base import Peer, Probe, ProbeError
 from benchmarks.sample import Sample, repeat_until_stable, summarise
+from benchmarks.schedule import link_rounds
 
 GBIT = 1e9
 # iperf3 -s serves one test at a time; another node may be using the reference endpoint.
@@ -27,12 +28,17 @@ class NetworkProbe(Probe):
                               ("tracepath", "iputils-tracepath")):
             if shutil.which(tool) is None:
                 raise ProbeError(f"{tool} is not installed; install it (apt-get install {package})")
-        if not self.ctx.peers:
+        if not self.ctx.peers and not self.ctx.multi_node:
             raise ProbeError("no peers to measure against: the region has no reference endpoint")
+        if self.ctx.multi_node and not all(n.host for n in self.ctx.mesh):
+            missing = [n.name for n in self.ctx.mesh if not n.host]
+            raise ProbeError(f"node(s) {', '.join(missing)} enrolled without --address: other "
+                             "nodes cannot reach them; enrol them again with --address")
 
     def run(self) -> list[Sample]:
         reps = int(self.param("repetitions"))
-        steps = len(self.ctx.peers) * (2 + 3 * reps)
+        rounds = link_rounds(len(self.ctx.mesh))
+        steps = len(self.ctx.peers) * (2 + 3 * reps) + len(rounds)
         step = 0
 
         def next_step() -> None:
@@ -62,6 +68,29 @@ class NetworkProbe(Probe):
                 "network.tcp_throughput_parallel",
                 [r.receiver_bps / GBIT for r in runs["parallel"]],
                 meta | self.iperf3_params(runs["parallel"][0])))
+        if rounds:
+            self.ctx.barrier("network-start")  # every peer's iperf3 server is there
+        for i, pairs in enumerate(rounds):
+            next_step()
+            for client, server in pairs:
+                if client == self.ctx.node_rank:
+                    samples += self.internode(self.ctx.mesh[server].as_peer(), reps)
+            self.ctx.barrier(f"network-round-{i}")
+        return samples
+
+    def internode(self, peer: Peer, reps: int) -> list[Sample]:
+        """This node's side of one link: RTT to the peer and throughput towards it."""
+        meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
+        ping = self.ping(peer)
+        runs = repeat_until_stable(lambda: self.iperf3(peer, reverse=False), lambda r: r.sender_bps,
+                                   reps)
+        samples = [summarise("network.internode_throughput",
+                             [r.receiver_bps / GBIT for r in runs],
+                             meta | self.iperf3_params(runs[0]))]
+        if ping.rtt_avg_ms is not None:
+            samples.append(Sample("network.internode_rtt", ping.rtt_avg_ms, "ms", n=ping.received,
+                                  min=ping.rtt_min_ms, max=ping.rtt_max_ms,
+                                  metadata=meta | self.ping_params()))
         return samples
 
     def ping_params(self) -> dict[str, Any]:

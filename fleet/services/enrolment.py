@@ -55,10 +55,13 @@ class Credentials:
             "queue": settings.NODE_QUEUE,
             "broker_acl": settings.NODE_BROKER_ACL,
             "heartbeat_seconds": settings.NODE_HEARTBEAT_SECONDS,
+            "address": self.node.address,
+            "iperf3_port": self.node.iperf3_port,
         }
 
 
-def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None = None) -> Credentials:
+def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None = None,
+           iperf3_port: int = 5201) -> Credentials:
     now = timezone.now()
     with transaction.atomic():
         # Conditional UPDATE: of two hosts racing with one token, exactly one gets the row.
@@ -78,6 +81,7 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
         node = Node.objects.create(
             provider=token.provider, region=token.region, name=token.node_name,
             key_prefix=prefix, key_hash=key_hash, address=address, inventory=inventory or {},
+            iperf3_port=iperf3_port,
         )
         token.node = node
         token.save(update_fields=["node"])

@@ -19,6 +19,7 @@ from django.utils import timezone
 from benchmarks.suites import SUITES, resolve_params
 from fleet.models import Node, ReferenceEndpoint
 from jobs.models import Attempt, BenchmarkJob, Run, Sample
+from jobs.services import coordination
 from leaderboard.services.latest import record_latest
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class Claim:
         peers = [e.as_peer() for e in
                  ReferenceEndpoint.objects.filter(region_id=self.run.node.region_id)
                  .select_related("region")]
+        nodes = coordination.mesh(job)
         return {
             "run_id": self.run.pk,
             "attempt_id": str(self.attempt.id),
@@ -53,6 +55,9 @@ class Claim:
             "params": resolve_params(job.params, job.profile),
             "peers": peers,
             "lease_seconds": settings.RUN_LEASE_SECONDS,
+            "mesh": nodes,
+            "node_rank": next(n["rank"] for n in nodes if n["node_id"] == self.run.node_id),
+            "rendezvous": coordination.rendezvous(job, nodes),
         }
 
 
@@ -170,3 +175,12 @@ def fail_open_runs(node: Node, reason: str) -> int:
     return Run.objects.filter(node=node).exclude(status__in=Run.FINISHED).update(
         status=Run.Status.FAILED, finished_at=timezone.now(), lease_expires_at=None,
         error=reason)
+
+
+def barrier(node: Node, run_id: int, attempt_id: uuid.UUID, name: str) -> coordination.BarrierState:
+    run = Run.objects.select_related("job").filter(pk=run_id, node=node).first()
+    if run is None:
+        raise LifecycleError("no such run for this node", 404)
+    if run.status != Run.Status.RUNNING or run.current_attempt != attempt_id:
+        raise LifecycleError(f"attempt {attempt_id} is no longer current for run {run_id}", 409)
+    return coordination.arrive(run, name)

@@ -1,0 +1,59 @@
+"""Multi-node jobs: who the peers are (ranks, addresses), the DDP rendezvous, and the
+barriers where every node waits for the others (benchmarks.schedule says who tests what)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from jobs.models import BarrierArrival, BenchmarkJob, Run
+
+RENDEZVOUS_PORT_BASE = 29500
+RENDEZVOUS_PORTS = 400
+
+
+def mesh(job: BenchmarkJob) -> list[dict[str, Any]]:
+    """The job's nodes with their ranks (by run order) and where peers reach them."""
+    runs = job.runs.select_related("node").order_by("id")
+    return [{"rank": i, "node_id": r.node_id, "name": r.node.name,
+             "host": r.node.address or "", "iperf3_port": r.node.iperf3_port}
+            for i, r in enumerate(runs)]
+
+
+def rendezvous(job: BenchmarkJob, nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if len(nodes) < 2:
+        return None
+    return {"master_addr": nodes[0]["host"] or "127.0.0.1",
+            "master_port": RENDEZVOUS_PORT_BASE + job.pk % RENDEZVOUS_PORTS,
+            "nnodes": len(nodes)}
+
+
+@dataclass(frozen=True)
+class BarrierState:
+    ready: bool
+    waiting_for: list[str]
+    broken: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ready": self.ready, "waiting_for": self.waiting_for, "broken": self.broken}
+
+
+def arrive(run: Run, name: str) -> BarrierState:
+    """Record that ``run`` reached ``name``; ready once every run of the job has."""
+    try:
+        with transaction.atomic():
+            BarrierArrival.objects.create(run=run, name=name)
+    except IntegrityError:
+        pass  # arrived before (a retried request)
+    runs = list(run.job.runs.select_related("node"))
+    failed = [r for r in runs if r.status in (Run.Status.FAILED, Run.Status.CANCELLED)]
+    if failed:
+        return BarrierState(False, [r.node.name for r in failed],
+                            broken="; ".join(f"node {r.node.name} {r.status}: {r.error}"
+                                             for r in failed))
+    arrived = set(BarrierArrival.objects.filter(run__job=run.job, name=name)
+                  .values_list("run_id", flat=True))
+    waiting = [r.node.name for r in runs if r.pk not in arrived]
+    return BarrierState(not waiting, waiting)

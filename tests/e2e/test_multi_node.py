@@ -1,0 +1,55 @@
+"""Multi-node jobs: the node-to-node matrix, and a node that never arrives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobs.models import Run
+from jobs.services import submission
+from tests.lab.procs import free_port, wait_for
+
+pytestmark = pytest.mark.slow
+
+QUICK = {"iperf3_duration": 1, "iperf3_omit": 0, "repetitions": 2, "ping_count": 3}
+
+
+def finished(job: Any) -> bool:
+    return not Run.objects.filter(job=job, status__in=["queued", "running"]).exists()
+
+
+def test_two_nodes_measure_the_link_between_them_both_ways(
+        live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
+        worker_factory: Any) -> None:
+    nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
+                        iperf3_port=free_port()) for i in (1, 2)]
+    for n in nodes:
+        worker_factory(n.config_path, f"w-mesh-{n.node.name}")
+    job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network", QUICK)
+    wait_for(lambda: finished(job), 120, "both runs to finish")
+
+    for run in Run.objects.filter(job=job):
+        assert run.status == "succeeded", run.error
+        links = run.samples.filter(metric="network.internode_throughput")
+        peers = {s.metadata["peer"] for s in links}
+        other = next(n.node.name for n in nodes if n.node.pk != run.node_id)
+        assert peers == {f"node:{other}"}
+        assert links.get().value > 0.1
+        assert run.samples.filter(metric="network.internode_rtt").get().value < 1.0
+
+
+def test_a_node_that_never_arrives_fails_the_job_with_its_name(
+        live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
+        worker_factory: Any) -> None:
+    here = enrol_node("hz-here", api_url=live_server.url, address="127.0.0.1",
+                      iperf3_port=free_port())
+    away = enrol_node("hz-away", api_url=live_server.url, address="127.0.0.1",
+                      iperf3_port=free_port())
+    worker_factory(here.config_path, "w-mesh-here")
+    job, _ = submission.submit(buyer.user, [here.node.pk, away.node.pk], "network",
+                               QUICK | {"barrier_timeout": 5})
+    run = Run.objects.get(job=job, node=here.node)
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == "failed", 90, "the run to give up")
+    run.refresh_from_db()
+    assert "waiting at network-start for node(s) hz-away, which never arrived" in run.error
