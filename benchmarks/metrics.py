@@ -41,6 +41,32 @@ _METRICS = [
     Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, "inter-node RTT (ICMP avg)"),
     Metric("network.tcp_retransmits", "count", 0.0, 1e9, False, "TCP retransmits"),
     Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (iperf3 sender mean)"),
+    Metric("training.step_time", "ms", 0.0, 1e7, False, "DDP step time (median)"),
+    Metric("training.step_time_p95", "ms", 0.0, 1e7, False, "DDP step time p95"),
+    Metric("training.samples_per_s", "samples/s", 0.0, 1e9, True, "DDP training throughput"),
+    # The same steps under ddp.no_sync(): forward, backward and optimizer without all-reduce.
+    Metric("training.compute_time", "ms", 0.0, 1e7, False, "DDP step compute time (no sync)"),
+    Metric("training.comm_share", "ratio", 0.0, 1.0, False, "Share of step time in gradient sync"),
+    Metric("training.comm_share_accum4", "ratio", 0.0, 1.0, False,
+           "Gradient sync share, accumulation 4"),
+    Metric("training.comm_share_accum8", "ratio", 0.0, 1.0, False,
+           "Gradient sync share, accumulation 8"),
+    # nccl-tests conventions: busbw = algbw * 2(n-1)/n.
+    Metric("training.allreduce_busbw", "GB/s", 0.0, 100_000.0, True, "All-reduce bus bandwidth (peak)"),
+    Metric("training.allreduce_busbw_largest", "GB/s", 0.0, 100_000.0, True,
+           "All-reduce bus bandwidth (largest message)"),
+    Metric("training.dataloader_samples_per_s", "samples/s", 0.0, 1e9, True,
+           "DataLoader throughput (best settings)"),
+    Metric("training.dataloader_gain", "ratio", 0.0, 10_000.0, True,
+           "DataLoader speed-up over num_workers=0"),
+    Metric("training.gpu_util_mean", "%", 0.0, 100.0, True, "GPU utilisation during DDP (mean)"),
+    Metric("training.gpu_util_p5", "%", 0.0, 100.0, True, "GPU utilisation during DDP (p5)"),
+    Metric("training.gpu_util_below80", "ratio", 0.0, 1.0, False, "Share of time GPU under 80% busy"),
+    Metric("training.gpu_power_mean", "W", 0.0, 10_000.0, False, "GPU power during DDP (mean)"),
+    Metric("gpu.matmul_tflops_fp32", "TFLOP/s", 0.0, 10_000.0, True, "Matmul fp32"),
+    Metric("gpu.matmul_tflops_bf16", "TFLOP/s", 0.0, 100_000.0, True, "Matmul bf16"),
+    # Read + write bytes per second, as CUDA's bandwidthTest counts device-to-device copies.
+    Metric("gpu.memcpy_bw", "GB/s", 0.0, 100_000.0, True, "Device memory copy bandwidth"),
     # Kept for benchmarking the platform itself: a probe that measures nothing.
     Metric("noop.duration", "s", 0.0, 3_600.0, False, "no-op probe duration"),
 ]

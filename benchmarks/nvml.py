@@ -6,6 +6,7 @@ import this module; the sampler then says why it has no figures instead of inven
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import statistics
 import threading
@@ -102,10 +103,9 @@ class NvmlSampler:
             # The window was shorter than one tick: take one reading rather than report nothing.
             self.sample_once()
         if self._owns_nvml and self._nvml is not None:
-            try:
+            # Shutting down is best effort: the figures are already taken.
+            with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001 - shutting down is best effort, the figures are taken
-                pass
         return self.summary()
 
     def _loop(self) -> None:
@@ -120,11 +120,9 @@ class NvmlSampler:
         assert self._nvml is not None
         for handle in self._handles:
             self._util.append(float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-            try:
-                # NVML reports milliwatts.
+            # Some boards do not report power; their utilisation still counts. NVML gives mW.
+            with contextlib.suppress(Exception):
                 self._power_w.append(float(self._nvml.nvmlDeviceGetPowerUsage(handle)) / 1000.0)
-            except Exception:  # noqa: BLE001 - some boards do not report power; utilisation still counts
-                pass
 
     def summary(self) -> UtilisationSummary | None:
         if not self._util:

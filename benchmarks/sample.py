@@ -73,6 +73,12 @@ def summarise(metric: str, values: Sequence[float], metadata: dict[str, Any] | N
     )
 
 
+def single(metric: str, value: float, n: int, metadata: dict[str, Any] | None = None) -> Sample:
+    """A figure that is already a summary (a peak, a ratio of medians), with its sample count."""
+    return Sample(metric=metric, value=value, unit=metrics.get(metric).unit, n=n,
+                  metadata=dict(metadata or {}))
+
+
 def repeat_until_stable(measure: Callable[[], T], key: Callable[[T], float],
                         repetitions: int) -> list[T]:
     """Run ``measure`` ``repetitions`` times, and up to twice as often while the CV of

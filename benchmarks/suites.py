@@ -26,6 +26,16 @@ PARAMS: dict[str, Param] = {
     "iperf3_omit": Param(1, 0, 10, help="seconds of TCP slow start not counted (iperf3 -O)"),
     "iperf3_parallel": Param(4, 1, 128, help="streams of the parallel iperf3 test (iperf3 -P)"),
     "repetitions": Param(5, 1, 20, help="times each measurement repeats (more while CV > 3.5%)"),
+    "training_ranks": Param(2, 1, 64, help="DDP processes per host (capped at its GPU count)"),
+    "model_mib": Param(16, 1, 4096, help="MiB of fp32 parameters in the DDP MLP"),
+    "train_steps": Param(20, 3, 10_000, help="timed DDP steps (after 3 warm-up steps)"),
+    "training_batch": Param(32, 1, 65_536, help="samples per rank per DDP step"),
+    "allreduce_max_mib": Param(256, 1, 4096, help="largest all-reduce message; sizes double from 1 MiB"),
+    "dataloader_samples": Param(2048, 64, 1_000_000, help="samples read per DataLoader setting"),
+    "nvml_period_ms": Param(100, 10, 10_000, help="GPU utilisation sampling period"),
+    "training_timeout": Param(1800, 30, 86_400, help="seconds before the training ranks are killed"),
+    "matmul_n": Param(4096, 256, 16_384, help="square matmul size (n x n @ n x n)"),
+    "memcpy_mib": Param(1024, 1, 16_384, help="MiB copied per device memory copy"),
     "noop_seconds": Param(0, 0, 600, integer=False, help="how long the no-op probe sleeps"),
     "noop_command_seconds": Param(0, 0, 3600, integer=False,
                                   help="the no-op probe runs `sleep N` (tests of time limits)"),
@@ -43,6 +53,8 @@ PROFILES: dict[str, dict[str, float]] = {
 
 SUITES: dict[str, tuple[str, ...]] = {
     "network": ("network",),
+    "training": ("training",),
+    "gpu": ("gpu",),
     # A probe that measures nothing: for benchmarking the platform and for tests.
     "noop": ("noop",),
 }

@@ -19,6 +19,7 @@ from benchmarks import runner
 from workers import execution
 from workers.api_client import ApiError, NodeApi
 from workers.config import NodeConfig
+from workers.netif import set_socket_ifname
 from workers.redis_transport import node_broker_url
 
 EXECUTE_RUN_TASK = "bench.execute_run"
@@ -43,6 +44,9 @@ class Heartbeat(threading.Thread):
 
 
 def make_app(config: NodeConfig) -> Celery:
+    ifname = set_socket_ifname(config.address)
+    if ifname:
+        log.info("gloo/NCCL will use %s (the interface of %s)", ifname, config.address)
     app = Celery(f"node-{config.node_id}", set_as_current=True)
     app.conf.update(
         broker_url=node_broker_url(config.broker_url),

@@ -18,78 +18,25 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchmarks import runner
-from benchmarks.metrics import Metric
 from benchmarks.probes.base import Probe, ProbeError
-from benchmarks.sample import Sample, percentile
-from benchmarks.suites import Param
+from benchmarks.sample import Sample, single, summarise
 
 MIB = 1 << 20
 GB = 1e9
 WARMUP_STEPS = 3
+ALLREDUCE_WARMUP = 5  # nccl-tests' default -w: the first calls at a size set up buffers
 ACCUMULATIONS = (1, 4, 8)
 DATALOADER_BATCH = 32
 SOCKET_IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 NO_GPU = "skipped: no NVIDIA GPU"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-METRICS: list[Metric] = [
-    Metric("training.step_time", "ms", 0.0, 1e7, False, "DDP step time (median)"),
-    Metric("training.step_time_p95", "ms", 0.0, 1e7, False, "DDP step time p95"),
-    Metric("training.samples_per_s", "samples/s", 0.0, 1e9, True, "DDP training throughput"),
-    # The same steps under ddp.no_sync(): forward, backward and optimizer without all-reduce.
-    Metric("training.compute_time", "ms", 0.0, 1e7, False, "DDP step compute time (no sync)"),
-    Metric("training.comm_share", "ratio", 0.0, 1.0, False, "Share of step time in gradient sync"),
-    Metric("training.comm_share_accum4", "ratio", 0.0, 1.0, False,
-           "Gradient sync share, accumulation 4"),
-    Metric("training.comm_share_accum8", "ratio", 0.0, 1.0, False,
-           "Gradient sync share, accumulation 8"),
-    # nccl-tests conventions: busbw = algbw * 2(n-1)/n.
-    Metric("training.allreduce_busbw", "GB/s", 0.0, 100_000.0, True, "All-reduce bus bandwidth (peak)"),
-    Metric("training.allreduce_busbw_largest", "GB/s", 0.0, 100_000.0, True,
-           "All-reduce bus bandwidth (largest message)"),
-    Metric("training.dataloader_samples_per_s", "samples/s", 0.0, 1e9, True,
-           "DataLoader throughput (best settings)"),
-    Metric("training.dataloader_gain", "ratio", 0.0, 10_000.0, True,
-           "DataLoader speed-up over num_workers=0"),
-    Metric("training.gpu_util_mean", "%", 0.0, 100.0, True, "GPU utilisation during DDP (mean)"),
-    Metric("training.gpu_util_p5", "%", 0.0, 100.0, True, "GPU utilisation during DDP (p5)"),
-    Metric("training.gpu_util_below80", "ratio", 0.0, 1.0, False, "Share of time GPU under 80% busy"),
-    Metric("training.gpu_power_mean", "W", 0.0, 10_000.0, False, "GPU power during DDP (mean)"),
-]
-
-PARAMS: dict[str, Param] = {
-    "training_ranks": Param(2, 2, 64, help="DDP processes on this host (capped at the GPU count)"),
-    "model_mib": Param(16, 1, 4096, help="MiB of fp32 parameters in the DDP MLP"),
-    "train_steps": Param(20, 3, 10_000, help="timed DDP steps (after 3 warm-up steps)"),
-    "training_batch": Param(32, 1, 65_536, help="samples per rank per DDP step"),
-    "allreduce_max_mib": Param(256, 1, 4096, help="largest all-reduce message; sizes double from 1 MiB"),
-    "dataloader_samples": Param(2048, 64, 1_000_000, help="samples read per DataLoader setting"),
-    "nvml_period_ms": Param(100, 10, 10_000, help="GPU utilisation sampling period"),
-    "training_timeout": Param(1800, 30, 86_400, help="seconds before the training ranks are killed"),
-}
-
-
-def measured(metric: str, unit: str, values: Sequence[float], metadata: dict[str, Any]) -> Sample:
-    """Like ``summarise`` but with the unit given: these metrics are merged into the table later."""
-    if not values:
-        raise ValueError(f"no measurements for {metric}")
-    ordered = sorted(values)
-    mean = statistics.fmean(ordered)
-    cv = statistics.stdev(ordered) / mean if len(ordered) > 1 and mean else 0.0
-    return Sample(metric=metric, value=statistics.median(ordered), unit=unit, n=len(ordered),
-                  p5=percentile(ordered, 5), p95=percentile(ordered, 95), min=ordered[0],
-                  max=ordered[-1], cv=cv, metadata=dict(metadata))
-
-
-def single(metric: str, unit: str, value: float, n: int, metadata: dict[str, Any]) -> Sample:
-    return Sample(metric=metric, value=value, unit=unit, n=n, metadata=dict(metadata))
-
 
 def busbw_factor(world_size: int) -> float:
     """nccl-tests' all-reduce bus factor: each byte crosses 2(n-1)/n links."""
@@ -133,6 +80,13 @@ class TrainingProbe(Probe):
             "dataloader_samples": int(self.param("dataloader_samples")),
             "timeout_s": self.param("training_timeout"),
         }
+        if self.ctx.multi_node and self.ctx.rendezvous:
+            config |= {"nnodes": int(self.ctx.rendezvous["nnodes"]), "node_rank": self.ctx.node_rank,
+                       "master_addr": self.ctx.rendezvous["master_addr"],
+                       "master_port": int(self.ctx.rendezvous["master_port"])}
+            # All nodes start their ranks together; one that never comes is named here
+            # instead of surfacing as a rendezvous timeout.
+            self.ctx.barrier("training-start")
         dist_result = self.launch("distributed", config)
         self.ctx.report(self.name, 1, steps)
         data_result = self.launch("dataloader", config)
@@ -166,7 +120,8 @@ class TrainingProbe(Probe):
 
 def distributed_samples(res: dict[str, Any]) -> list[Sample]:
     meta: dict[str, Any] = {k: res[k] for k in (
-        "backend", "world_size", "requested_ranks", "torch_version", "device", "model_params",
+        "backend", "world_size", "nnodes", "local_ranks", "requested_ranks", "torch_version",
+        "device", "model_params",
         "model_layers", "model_width", "batch_size", "warmup_steps") if k in res}
     meta["socket_ifname"] = {k: v for k, v in res.get("socket_ifname", {}).items() if v}
     samples: list[Sample] = []
@@ -178,13 +133,13 @@ def distributed_samples(res: dict[str, Any]) -> list[Sample]:
         step_meta["gpu_utilization"] = util  # the reason it was not measured
     if res.get("comm_skipped"):
         step_meta["comm"] = res["comm_skipped"]
-    step = measured("training.step_time", "ms", step_ms, step_meta)
+    step = summarise("training.step_time", step_ms, step_meta)
     samples.append(step)
-    samples.append(single("training.step_time_p95", "ms", step.p95 or step.value, len(step_ms), meta))
+    p95 = step.p95 if step.p95 is not None else step.value
+    samples.append(single("training.step_time_p95", p95, len(step_ms), meta))
     per_step = res["world_size"] * res["batch_size"]
-    samples.append(measured("training.samples_per_s", "samples/s",
-                            [per_step / (ms / 1000.0) for ms in step_ms], meta))
-    compute = measured("training.compute_time", "ms", compute_ms, meta)
+    samples.append(summarise("training.samples_per_s", [per_step / (ms / 1000.0) for ms in step_ms], meta))
+    compute = summarise("training.compute_time", compute_ms, meta)
     samples.append(compute)
     if not res.get("comm_skipped"):
         for accum in ACCUMULATIONS:
@@ -195,27 +150,28 @@ def distributed_samples(res: dict[str, Any]) -> list[Sample]:
             share_meta = meta | {"accumulation": accum, "cycle_ms": sync_ms,
                                  "cycle_compute_ms": local_ms,
                                  "unclamped": (sync_ms - local_ms) / sync_ms}
-            samples.append(single(metric, "ratio", comm_share(sync_ms, local_ms),
+            samples.append(single(metric, comm_share(sync_ms, local_ms),
                                   len(cycles["sync_ms"]), share_meta))
         curve = res["allreduce"]
         table = [{"size_mib": c["size_mib"], "algbw_gbs": statistics.median(c["algbw_gbs"]),
                   "busbw_gbs": statistics.median(c["busbw_gbs"])} for c in curve]
         ar_meta = meta | {"curve": table, "repetitions": res["repetitions"],
-                          "busbw_factor": busbw_factor(res["world_size"]), "dtype": "float32"}
+                          "busbw_factor": busbw_factor(res["world_size"]), "dtype": "float32",
+                          "warmup": ALLREDUCE_WARMUP}
         peak = max(table, key=lambda row: row["busbw_gbs"])
-        samples.append(single("training.allreduce_busbw", "GB/s", peak["busbw_gbs"], res["repetitions"],
+        samples.append(single("training.allreduce_busbw", peak["busbw_gbs"], res["repetitions"],
                               ar_meta | {"size_mib": peak["size_mib"]}))
-        samples.append(measured("training.allreduce_busbw_largest", "GB/s", curve[-1]["busbw_gbs"],
+        samples.append(summarise("training.allreduce_busbw_largest", curve[-1]["busbw_gbs"],
                                 ar_meta | {"size_mib": curve[-1]["size_mib"]}))
     if isinstance(util, dict):
         window = meta | {"samples": util["samples"], "devices": util["devices"],
                          "period_ms": res["nvml_period_s"] * 1000.0}
-        samples.append(single("training.gpu_util_mean", "%", util["util_mean"], util["samples"], window))
-        samples.append(single("training.gpu_util_p5", "%", util["util_p5"], util["samples"], window))
-        samples.append(single("training.gpu_util_below80", "ratio", util["below80"], util["samples"],
+        samples.append(single("training.gpu_util_mean", util["util_mean"], util["samples"], window))
+        samples.append(single("training.gpu_util_p5", util["util_p5"], util["samples"], window))
+        samples.append(single("training.gpu_util_below80", util["below80"], util["samples"],
                               window))
         if util.get("power_mean_w") is not None:
-            samples.append(single("training.gpu_power_mean", "W", util["power_mean_w"],
+            samples.append(single("training.gpu_power_mean", util["power_mean_w"],
                                   util["samples"], window))
     return samples
 
@@ -231,9 +187,9 @@ def dataloader_samples(res: dict[str, Any]) -> list[Sample]:
             "samples": res["samples"], "batch_size": res["batch_size"],
             "sample_bytes": res["sample_bytes"], "torch_version": res["torch_version"]}
     return [
-        single("training.dataloader_samples_per_s", "samples/s", best["samples_per_s"], res["samples"],
+        single("training.dataloader_samples_per_s", best["samples_per_s"], res["samples"],
                meta | {"num_workers": best["num_workers"], "prefetch_factor": best["prefetch_factor"]}),
-        single("training.dataloader_gain", "ratio", best["samples_per_s"] / baseline["samples_per_s"],
+        single("training.dataloader_gain", best["samples_per_s"] / baseline["samples_per_s"],
                res["samples"], meta),
     ]
 
@@ -255,15 +211,18 @@ def launcher_main() -> None:
     import torch.multiprocessing as mp
 
     requested = int(config["world_size"])
-    world_size = requested
+    local_ranks = requested
     if torch.cuda.is_available():
         # NCCL refuses two ranks on one GPU: use as many ranks as there are GPUs.
-        world_size = min(requested, torch.cuda.device_count())
-    config = config | {"world_size": world_size, "requested_ranks": requested}
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(free_port())
+        local_ranks = min(requested, torch.cuda.device_count())
+    nnodes = int(config.get("nnodes", 1))
+    config = config | {"local_ranks": local_ranks, "world_size": local_ranks * nnodes,
+                       "requested_ranks": requested}
+    # One node: a private rendezvous on loopback. Several: the platform's (node 0's address).
+    os.environ["MASTER_ADDR"] = str(config.get("master_addr") or "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(config.get("master_port") or free_port())
     # join=True: if one rank raises, spawn terminates the others and re-raises here (exit != 0).
-    mp.spawn(rank_main, args=(config, result_path), nprocs=world_size, join=True)
+    mp.spawn(rank_main, args=(config, result_path), nprocs=local_ranks, join=True)
 
 
 def free_port() -> int:
@@ -272,34 +231,37 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def rank_main(rank: int, config: dict[str, Any], result_path: str) -> None:
+def rank_main(local_rank: int, config: dict[str, Any], result_path: str) -> None:
     """One DDP rank: a top-level function because spawn pickles it by name."""
     import torch
     import torch.distributed as dist
 
     world_size = int(config["world_size"])
+    local_ranks = int(config["local_ranks"])
+    rank = int(config.get("node_rank", 0)) * local_ranks + local_rank
     cuda = torch.cuda.is_available()
     backend = "nccl" if cuda else "gloo"
     if cuda:
-        device = torch.device("cuda", rank % torch.cuda.device_count())
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
         # Ranks share the cores: without this each would start one thread per core and
         # the figures would measure oversubscription.
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_ranks))
     # A rank stuck in a collective fails after this long instead of hanging (the launcher's
     # process group is also killed by the probe on its own timeout).
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=float(config["timeout_s"])),
                             device_id=device if cuda else None)
     try:
-        result = measure_distributed(rank, world_size, device, config)
+        result = measure_distributed(rank, world_size, device, config, local_rank == 0)
         result |= {"backend": backend, "torch_version": torch.__version__,
                    "requested_ranks": config["requested_ranks"], "world_size": world_size,
+                   "nnodes": int(config.get("nnodes", 1)), "local_ranks": local_ranks,
                    "device": str(device.type),
                    "socket_ifname": {k: os.environ.get(k, "") for k in SOCKET_IFNAME_VARS}}
-        if rank == 0:
+        if local_rank == 0:  # every node reports; the timings are the slowest rank's anyway
             with open(result_path, "w") as fh:
                 json.dump(result, fh)
         dist.barrier()
@@ -323,7 +285,28 @@ def build_mlp(model_mib: int) -> tuple[Any, int, int]:
     return torch.nn.Sequential(*modules), width, layers
 
 
-def measure_distributed(rank: int, world_size: int, device: Any, config: dict[str, Any]) -> dict[str, Any]:
+def measure_distributed(rank: int, world_size: int, device: Any, config: dict[str, Any],
+                        samples_gpus: bool) -> dict[str, Any]:
+    import torch
+
+    cuda = device.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    result = measure_ddp(rank, world_size, device, config, sync, samples_gpus)
+    if cuda:
+        torch.cuda.empty_cache()  # the model is gone: give its memory to the all-reduce buffers
+    if world_size < 2:
+        result["comm_skipped"] = "skipped: one rank (one GPU); all-reduce needs two or more"
+        return result
+    result["allreduce"] = measure_allreduce(world_size, device, config, sync)
+    return result
+
+
+def measure_ddp(rank: int, world_size: int, device: Any, config: dict[str, Any],
+                sync: Callable[[], None], samples_gpus: bool) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -339,10 +322,6 @@ def measure_distributed(rank: int, world_size: int, device: Any, config: dict[st
     batch = int(config["batch"])
     x = torch.randn(batch, width, device=device)
     y = torch.randn(batch, width, device=device)
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(device)
 
     def micro(step_sync: bool) -> None:
         # no_sync skips the gradient all-reduce; the forward and backward are the same.
@@ -367,8 +346,9 @@ def measure_distributed(rank: int, world_size: int, device: Any, config: dict[st
     for _ in range(WARMUP_STEPS):
         cycle(1, all_local=False)
         cycle(1, all_local=True)
+    # One sampler per host, in its first local rank, over the host's own GPUs.
     sampler = NvmlSampler(period_s=float(config["nvml_period_s"]),
-                          devices=list(range(world_size))) if rank == 0 else None
+                          devices=list(range(int(config["local_ranks"])))) if samples_gpus else None
     if sampler is not None:
         sampler.start()
     accum_times: dict[int, dict[str, list[float]]] = {}
@@ -390,11 +370,12 @@ def measure_distributed(rank: int, world_size: int, device: Any, config: dict[st
             local_times.append(cycle(accum, all_local=True))
         accum_times[accum] = {"sync_ms": sync_times, "nosync_ms": local_times}
 
-    # A step lasts as long as its slowest rank: take the per-step maximum over ranks.
+    # A step lasts as long as its slowest rank: take the per-step maximum over ranks (a
+    # tensor all-reduce, not all_gather_object, which needs numpy).
     def slowest(values: list[float]) -> list[float]:
-        gathered: list[list[float] | None] = [None] * world_size
-        dist.all_gather_object(gathered, values)
-        return [max(col) for col in zip(*[g for g in gathered if g is not None], strict=True)]
+        times = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)
+        return [float(v) for v in times.cpu().tolist()]
 
     accum_out = {str(k): {"sync_ms": slowest(v["sync_ms"]), "nosync_ms": slowest(v["nosync_ms"])}
                  for k, v in accum_times.items()}
@@ -406,12 +387,7 @@ def measure_distributed(rank: int, world_size: int, device: Any, config: dict[st
         "repetitions": int(config["repetitions"]),
     }
     if sampler is not None:
-        result["gpu_utilization"] = summary.__dict__ if summary is not None else sampler.skipped
-    del ddp, model, opt, x, y
-    if world_size < 2:
-        result["comm_skipped"] = "skipped: one rank (one GPU); all-reduce needs two or more"
-        return result
-    result["allreduce"] = measure_allreduce(world_size, device, config, sync)
+        result["gpu_utilization"] = asdict(summary) if summary is not None else sampler.skipped
     return result
 
 
@@ -425,7 +401,8 @@ def measure_allreduce(world_size: int, device: Any, config: dict[str, Any],
     for size_mib in message_sizes_mib(int(config["allreduce_max_mib"])):
         nbytes = size_mib * MIB
         tensor = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
-        dist.all_reduce(tensor)  # warm-up: connections and buffers for this size
+        for _ in range(ALLREDUCE_WARMUP):  # connections, buffers and algorithm for this size
+            dist.all_reduce(tensor)
         times = []
         for _ in range(reps):
             dist.barrier()  # all ranks start together, so the time is the collective's
@@ -455,7 +432,7 @@ class SyntheticImages:
     Top-level and picklable, because DataLoader workers receive it.
     """
 
-    def __init__(self, length: int, side: int = 96) -> None:
+    def __init__(self, length: int, side: int = 224) -> None:  # an ImageNet-sized crop
         self.length = length
         self.side = side
         raw = bytes((i * 31 + (i >> 7) * 17) % 251 for i in range(3 * side * side))
@@ -492,18 +469,19 @@ def measure_dataloader(config: dict[str, Any]) -> dict[str, Any]:
     dataset = SyntheticImages(samples)
     table: list[dict[str, Any]] = []
     for workers, prefetch in dataloader_settings(cpu_count):
-        loader = DataLoader(dataset, batch_size=DATALOADER_BATCH, shuffle=False, num_workers=workers,
-                            prefetch_factor=prefetch)
+        # cast: the dataset is a plain class so that importing this module needs no torch.
+        loader: Any = DataLoader(cast(Any, dataset), batch_size=DATALOADER_BATCH, shuffle=False,
+                                 num_workers=workers, prefetch_factor=prefetch)
         it = iter(loader)
-        first = next(it)  # not timed: worker start-up is a one-off, not throughput
+        next(it)  # not timed: worker start-up is a one-off, not throughput
         count = 0
         start = time.perf_counter()
         for batch in it:
             count += int(batch.shape[0])
         elapsed = time.perf_counter() - start
         del it, loader
-        if count == 0:  # only one batch: time it as a whole rather than divide by zero
-            count, elapsed = int(first.shape[0]), max(elapsed, 1e-9)
+        if count == 0:
+            raise RuntimeError(f"dataloader_samples={samples} is under two batches of {DATALOADER_BATCH}")
         table.append({"num_workers": workers, "prefetch_factor": prefetch,
                       "samples_per_s": count / elapsed, "seconds": elapsed})
     return {"table": table, "cpu_count": cpu_count, "samples": samples,

@@ -53,3 +53,25 @@ def test_a_node_that_never_arrives_fails_the_job_with_its_name(
     wait_for(lambda: Run.objects.get(pk=run.pk).status == "failed", 90, "the run to give up")
     run.refresh_from_db()
     assert "waiting at network-start for node(s) hz-away, which never arrived" in run.error
+
+
+TRAINING = {"training_ranks": 1, "model_mib": 2, "train_steps": 5, "training_batch": 8,
+            "allreduce_max_mib": 4, "dataloader_samples": 128, "repetitions": 2}
+
+
+def test_two_nodes_run_one_ddp_job_across_them(
+        live_server: Any, buyer: Any, enrol_node: Any, worker_factory: Any) -> None:
+    nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
+                        iperf3_port=free_port()) for i in (1, 2)]
+    for n in nodes:
+        worker_factory(n.config_path, f"w-ddp-{n.node.name}")
+    job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "training", TRAINING)
+    wait_for(lambda: finished(job), 240, "the DDP job to finish")
+
+    for run in Run.objects.filter(job=job):
+        assert run.status == "succeeded", run.error
+        step = run.samples.get(metric="training.step_time")
+        assert (step.metadata["world_size"], step.metadata["nnodes"]) == (2, 2)
+        assert step.metadata["socket_ifname"].get("GLOO_SOCKET_IFNAME") == "lo"
+        assert run.samples.get(metric="training.allreduce_busbw").value > 0
+        assert 0 <= run.samples.get(metric="training.comm_share").value <= 1

@@ -1,0 +1,169 @@
+"""GPU probe: NVML inventory, matmul TFLOP/s in fp32 and bf16, device memory copy bandwidth.
+
+On a host without CUDA the same figures are measured on the CPU and every sample says so
+(metadata device="cpu", gpu="skipped: no NVIDIA GPU"): never a zero standing in for a GPU.
+torch is imported inside functions, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.nvml import NO_GPU, load_nvml
+from benchmarks.probes.base import Probe, ProbeError
+from benchmarks.sample import Sample, summarise
+
+MIB = 1 << 20
+GB = 1e9
+# Each timed repetition runs at least this long, so launch overhead and timer resolution vanish.
+MIN_REP_S = 0.2
+MAX_ITERS = 1000
+# A CPU-only host would take minutes at GPU sizes (bf16 especially): cap n there, and say so.
+CPU_MAX_N = 2048
+NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS
+
+def nvml_inventory() -> dict[str, Any]:
+    """Model, memory, driver, PCIe link and NVLink count per GPU; or the reason there is none."""
+    nvml, skipped = load_nvml()
+    if nvml is None:
+        return {"inventory": skipped}
+    try:
+        driver = nvml.nvmlSystemGetDriverVersion()
+        gpus = []
+        for index in range(int(nvml.nvmlDeviceGetCount())):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            gpus.append({
+                "index": index,
+                "model": _text(nvml.nvmlDeviceGetName(handle)),
+                "memory_mib": int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // MIB,
+                "pcie_gen": _optional(nvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+                "pcie_width": _optional(nvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
+                "pcie_gen_max": _optional(nvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+                "pcie_width_max": _optional(nvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
+                "nvlinks": nvlink_count(nvml, handle),
+            })
+        return {"inventory": {"driver": _text(driver), "gpus": gpus}}
+    finally:
+        nvml.nvmlShutdown()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _optional(read: Callable[[Any], Any], handle: Any) -> int | None:
+    try:
+        return int(read(handle))
+    except Exception:  # noqa: BLE001 - NVML raises NotSupported on some boards: unknown, not 0
+        return None
+
+
+def nvlink_count(nvml: Any, handle: Any) -> int:
+    active = 0
+    for link in range(NVLINK_MAX_LINKS):
+        try:
+            if nvml.nvmlDeviceGetNvLinkState(handle, link):
+                active += 1
+        except Exception:  # noqa: BLE001 - NotSupported / InvalidArgument: no more links
+            break
+    return active
+
+
+class GpuProbe(Probe):
+    name = "gpu"
+
+    def prepare(self) -> None:
+        try:
+            import torch  # noqa: F401 - only checking it is there
+        except ImportError as exc:
+            raise ProbeError(f"torch is not installed: {exc}") from None
+
+    def run(self) -> list[Sample]:
+        import torch
+
+        cuda = torch.cuda.is_available()
+        device = torch.device("cuda", 0) if cuda else torch.device("cpu")
+        reps = int(self.param("repetitions"))
+        requested_n = int(self.param("matmul_n"))
+        n = requested_n if cuda else min(requested_n, CPU_MAX_N)
+        meta: dict[str, Any] = {"device": device.type, "torch_version": torch.__version__}
+        if cuda:
+            meta["device_name"] = torch.cuda.get_device_name(device)
+            meta |= nvml_inventory()
+        else:
+            meta |= {"gpu": NO_GPU, "inventory": NO_GPU, "cpu_threads": torch.get_num_threads()}
+        steps = 3
+        samples: list[Sample] = []
+        for step, (metric, dtype) in enumerate((("gpu.matmul_tflops_fp32", torch.float32),
+                                                ("gpu.matmul_tflops_bf16", torch.bfloat16)), start=1):
+            self.ctx.report(self.name, step, steps)
+            values, iters = matmul_tflops(device, dtype, n, reps)
+            samples.append(summarise(metric, values, meta | {
+                "matmul_n": n, "matmul_n_requested": requested_n, "iterations_per_rep": iters,
+                "dtype": str(dtype).removeprefix("torch."),
+                # fp32 on CUDA is true fp32 unless TF32 is allowed; record which was measured.
+                "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32) if cuda else None}))
+        self.ctx.report(self.name, steps, steps)
+        mib = int(self.param("memcpy_mib"))
+        values, iters = memcpy_gbs(device, mib, reps)
+        samples.append(summarise("gpu.memcpy_bw", values, meta | {
+            "size_mib": mib, "iterations_per_rep": iters, "counted": "read + write (2 x bytes)",
+            "copy": "device to device" if cuda else "cpu tensor copy"}))
+        return samples
+
+
+def _timed(device: Any, op: Callable[[], None], reps: int) -> tuple[list[float], int]:
+    """Seconds per op, one figure per repetition; each repetition runs ops for >= MIN_REP_S."""
+    import torch
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    op()  # warm-up: kernel selection, allocator, caches
+    sync()
+    start = time.perf_counter()
+    op()
+    sync()
+    once = max(time.perf_counter() - start, 1e-9)
+    iters = max(1, min(MAX_ITERS, math.ceil(MIN_REP_S / once)))
+    per_op = []
+    for _ in range(reps):
+        sync()
+        start = time.perf_counter()
+        for _ in range(iters):
+            op()
+        sync()
+        per_op.append((time.perf_counter() - start) / iters)
+    return per_op, iters
+
+
+def matmul_tflops(device: Any, dtype: Any, n: int, reps: int) -> tuple[list[float], int]:
+    import torch
+
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    out = torch.empty(n, n, device=device, dtype=dtype)
+
+    def op() -> None:
+        torch.matmul(a, b, out=out)
+
+    seconds, iters = _timed(device, op, reps)
+    return [2.0 * n**3 / s / 1e12 for s in seconds], iters
+
+
+def memcpy_gbs(device: Any, mib: int, reps: int) -> tuple[list[float], int]:
+    import torch
+
+    nbytes = mib * MIB
+    src = torch.ones(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+
+    def op() -> None:
+        dst.copy_(src)
+
+    seconds, iters = _timed(device, op, reps)
+    return [2.0 * nbytes / s / GB for s in seconds], iters

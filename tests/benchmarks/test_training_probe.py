@@ -1,0 +1,114 @@
+"""TrainingProbe for real: two gloo ranks on this host, small parameters."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any
+
+import pytest
+import torch.multiprocessing as mp
+
+from benchmarks.metrics import METRICS as ALL_METRICS
+from benchmarks.probes.base import ProbeContext
+from benchmarks.probes.training import TrainingProbe, free_port
+from benchmarks.sample import Sample
+from benchmarks.suites import PARAMS
+
+SMALL = {"training_ranks": 2, "model_mib": 2, "train_steps": 5, "allreduce_max_mib": 4,
+         "dataloader_samples": 256, "training_batch": 16, "repetitions": 9}
+WARMUP = 5  # as the probe (and nccl-tests' -w default)
+GPU_ONLY = {"training.gpu_util_mean", "training.gpu_util_p5", "training.gpu_util_below80",
+            "training.gpu_power_mean"}
+
+
+@pytest.fixture(scope="module")
+def run() -> tuple[dict[str, Sample], float, list[tuple[str, int, int]]]:
+    params = {name: float(p.default) for name, p in PARAMS.items()} | SMALL
+    progress: list[tuple[str, int, int]] = []
+    probe = TrainingProbe(ProbeContext(params=params,
+                                       report=lambda p, s, n: progress.append((p, s, n))))
+    probe.prepare()
+    start = time.monotonic()
+    samples = probe.run()
+    elapsed = time.monotonic() - start
+    probe.cleanup()
+    return {s.metric: s for s in samples}, elapsed, progress
+
+
+def test_every_metric_present_with_its_unit(run: Any) -> None:
+    by_metric, elapsed, progress = run
+    expected = {m.name: m for m in METRICS if m.name not in GPU_ONLY}
+    assert set(by_metric) == set(expected)
+    for name, metric in expected.items():
+        sample = by_metric[name]
+        assert sample.unit == metric.unit
+        assert metric.low <= sample.value <= metric.high, (name, sample.value)
+    assert elapsed < 60
+    assert progress[-1] == ("training", 2, 2)
+
+
+def test_figures_are_plausible(run: Any) -> None:
+    by_metric = run[0]
+    assert 0 < by_metric["training.comm_share"].value < 1
+    assert by_metric["training.allreduce_busbw"].value > 0
+    assert by_metric["training.allreduce_busbw_largest"].value > 0
+    step = by_metric["training.step_time"]
+    assert step.n == SMALL["train_steps"]
+    assert by_metric["training.step_time_p95"].value >= step.value
+    assert by_metric["training.compute_time"].value < step.value
+    meta = step.metadata
+    assert meta["backend"] == "gloo" and meta["world_size"] == 2 and meta["batch_size"] == 16
+    assert meta["model_params"] > 0 and meta["torch_version"]
+    # No GPU here: the reason is recorded, and no utilisation figure is invented.
+    assert meta["gpu_utilization"] == "skipped: no NVIDIA GPU"
+    curve = by_metric["training.allreduce_busbw"].metadata["curve"]
+    assert [row["size_mib"] for row in curve] == [1, 2, 4]
+    # With two ranks busbw = algbw * 2(n-1)/n = algbw.
+    assert all(row["busbw_gbs"] == pytest.approx(row["algbw_gbs"]) for row in curve)
+    data = by_metric["training.dataloader_samples_per_s"].metadata
+    settings = {(row["num_workers"], row["prefetch_factor"]) for row in data["table"]}
+    cores = os.cpu_count() or 1
+    assert {w for w, _ in settings} == {0, cores // 2, max(0, cores - 1)}
+    assert (0, None) in settings
+    assert all(pf in (2, 4) for w, pf in settings if w > 0)
+    assert data["recommendation"].startswith("num_workers=")
+
+
+def _direct_rank(rank: int, port: int, nbytes: int, reps: int, out: Any) -> None:
+    """An independent all-reduce timing: same size, same busbw formula as nccl-tests."""
+    import torch
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    tensor = torch.ones(nbytes // 4)
+    for _ in range(WARMUP):
+        dist.all_reduce(tensor)
+    times = []
+    for _ in range(reps):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(tensor)
+        times.append(time.perf_counter() - start)
+    if rank == 0:
+        out.put(times)
+    dist.destroy_process_group()
+
+
+def test_busbw_matches_a_direct_measurement(run: Any) -> None:
+    probe_busbw = run[0]["training.allreduce_busbw_largest"].value
+    nbytes = SMALL["allreduce_max_mib"] << 20
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    mp.start_processes(_direct_rank, args=(free_port(), nbytes, SMALL["repetitions"], queue), nprocs=2,
+                       join=True, start_method="spawn")
+    seconds = statistics.median(queue.get())
+    direct_busbw = nbytes / seconds / 1e9 * (2 * (2 - 1) / 2)
+    assert probe_busbw / 2 <= direct_busbw <= probe_busbw * 2, (probe_busbw, direct_busbw)
+
+
+METRICS = [m for m in ALL_METRICS.values() if m.name.startswith('training.')]
