@@ -25,13 +25,14 @@ _METRICS = [
     Metric("network.icmp_rtt_max", "ms", 0.0, 10_000.0, False, "ICMP RTT max"),
     Metric("network.icmp_rtt_mdev", "ms", 0.0, 10_000.0, False, "ICMP RTT mdev (jitter)"),
     Metric("network.icmp_loss", "%", 0.0, 100.0, False, "ICMP loss"),
-    # 1 stream, candidate -> peer; "_reverse" is peer -> candidate (iperf3 -R).
+    # 1 stream, candidate -> peer, as the receiving peer's iperf3 counted it (goodput:
+    # what arrived); "_sent" is the candidate's own count of what it sent; "_reverse" is
+    # peer -> candidate (iperf3 -R), counted by the candidate as receiver.
     Metric("network.tcp_throughput", "Gbit/s", 0.0, 1_000.0, True, "TCP throughput"),
+    Metric("network.tcp_throughput_sent", "Gbit/s", 0.0, 1_000.0, True,
+           "TCP throughput (sender's count)"),
     Metric("network.tcp_throughput_reverse", "Gbit/s", 0.0, 1_000.0, True,
            "TCP throughput (reverse)"),
-    # What the peer's own iperf3 counted as received: measured by the peer, not the node.
-    Metric("network.tcp_throughput_received", "Gbit/s", 0.0, 1_000.0, True,
-           "TCP throughput seen by peer"),
     Metric("network.tcp_throughput_parallel", "Gbit/s", 0.0, 1_000.0, True,
            "TCP throughput, parallel streams"),
     Metric("network.hop_count", "count", 0.0, 255.0, False, "route hops (tracepath)"),
@@ -40,7 +41,10 @@ _METRICS = [
            "inter-node TCP throughput"),
     Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, "inter-node RTT (ICMP avg)"),
     Metric("network.tcp_retransmits", "count", 0.0, 1e9, False, "TCP retransmits"),
-    Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (iperf3 sender mean)"),
+    # Round trips of one byte over an open TCP connection to the peer's echo server.
+    Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (echo)"),
+    # The sender's smoothed RTT during the iperf3 test: RTT under load (queueing included).
+    Metric("network.tcp_rtt_loaded", "ms", 0.0, 10_000.0, False, "TCP RTT under load (iperf3)"),
     Metric("training.step_time", "ms", 0.0, 1e7, False, "DDP step time (median)"),
     Metric("training.step_time_p95", "ms", 0.0, 1e7, False, "DDP step time p95"),
     Metric("training.samples_per_s", "samples/s", 0.0, 1e9, True, "DDP training throughput"),

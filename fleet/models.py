@@ -19,12 +19,19 @@ class Region(models.Model):
 
 
 class ReferenceEndpoint(models.Model):
-    """A platform-run peer in a region: an `iperf3 -s` that probes measure against."""
+    """A platform-run peer in a region: an `iperf3 -s`, and a TCP echo server for TCP RTT.
+
+    An endpoint may be dedicated to one node (a path only that node uses, as the lab's
+    latency relays are); a node with dedicated endpoints measures against those only.
+    """
 
     region = models.ForeignKey(Region, on_delete=models.CASCADE, related_name="endpoints")
     name = models.SlugField()
     host = models.CharField(max_length=255)
     iperf3_port = models.PositiveIntegerField(default=5201)
+    echo_port = models.PositiveIntegerField(null=True, blank=True)
+    node = models.ForeignKey("Node", null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="dedicated_endpoints")
 
     class Meta:
         constraints = [
@@ -33,7 +40,15 @@ class ReferenceEndpoint(models.Model):
 
     def as_peer(self) -> dict[str, object]:
         return {"name": f"reference:{self.region.code}:{self.name}", "host": self.host,
-                "iperf3_port": self.iperf3_port}
+                "iperf3_port": self.iperf3_port, "echo_port": self.echo_port}
+
+    @staticmethod
+    def for_node(node: Node) -> list[ReferenceEndpoint]:
+        endpoints = ReferenceEndpoint.objects.select_related("region")
+        dedicated = list(endpoints.filter(node=node))
+        if dedicated:
+            return dedicated
+        return list(endpoints.filter(region_id=node.region_id, node__isnull=True))
 
 
 class Provider(models.Model):

@@ -34,6 +34,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_echo_server(args: argparse.Namespace) -> int:
+    from workers import echo_server
+
+    print(f"TCP echo server on {args.bind}:{args.port}", flush=True)
+    echo_server.run(args.bind, args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchctl", description=__doc__)
     parser.add_argument("--config", default=str(node_config.DEFAULT_PATH),
@@ -53,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run the node worker in the foreground")
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=cmd_worker)
+    echo = sub.add_parser("echo-server", help="serve TCP echo (the peer side of TCP RTT)")
+    echo.add_argument("--bind", default="0.0.0.0")  # noqa: S104 - a server for peers to reach
+    echo.add_argument("--port", type=int, default=7007)
+    echo.set_defaults(func=cmd_echo_server)
     return parser
 
 

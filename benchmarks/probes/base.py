@@ -23,11 +23,14 @@ class Peer:
     name: str
     host: str
     iperf3_port: int = 5201
+    echo_port: int | None = None  # a TCP echo server, for TCP RTT where ICMP is blocked
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Peer:
+        echo = data.get("echo_port")
         return cls(name=str(data["name"]), host=str(data["host"]),
-                   iperf3_port=int(data.get("iperf3_port", 5201)))
+                   iperf3_port=int(data.get("iperf3_port", 5201)),
+                   echo_port=int(echo) if echo else None)
 
 
 @dataclass(frozen=True)

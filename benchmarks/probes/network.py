@@ -4,6 +4,7 @@ one stream both ways, and P parallel streams."""
 from __future__ import annotations
 
 import shutil
+import socket
 import time
 from typing import Any
 
@@ -51,6 +52,10 @@ class NetworkProbe(Probe):
             meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
             next_step()
             samples += ping_samples(self.ping(peer), meta | self.ping_params())
+            if peer.echo_port:
+                samples.append(summarise("network.tcp_rtt", tcp_echo_rtts(
+                    peer.host, peer.echo_port, int(self.param("ping_count"))),
+                    meta | {"tool": "tcp echo", "echo_port": peer.echo_port}))
             next_step()
             samples += route_samples(self.tracepath(peer), meta | {"tool": "tracepath"})
             runs: dict[str, list[Iperf3Result]] = {}
@@ -61,7 +66,7 @@ class NetworkProbe(Probe):
                     next_step()
                     return self.iperf3(peer, reverse=reverse, streams=streams)
 
-                runs[kind] = repeat_until_stable(measure, lambda r: r.sender_bps, reps)
+                runs[kind] = repeat_until_stable(measure, lambda r: r.receiver_bps, reps)
             samples += iperf3_samples(runs["forward"], runs["reverse"],
                                       meta | self.iperf3_params(runs["forward"][0]))
             samples.append(summarise(
@@ -82,7 +87,7 @@ class NetworkProbe(Probe):
         """This node's side of one link: RTT to the peer and throughput towards it."""
         meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
         ping = self.ping(peer)
-        runs = repeat_until_stable(lambda: self.iperf3(peer, reverse=False), lambda r: r.sender_bps,
+        runs = repeat_until_stable(lambda: self.iperf3(peer, reverse=False), lambda r: r.receiver_bps,
                                    reps)
         samples = [summarise("network.internode_throughput",
                              [r.receiver_bps / GBIT for r in runs],
@@ -152,6 +157,27 @@ def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:
     return samples
 
 
+def tcp_echo_rtts(host: str, port: int, count: int, timeout: float = 5.0) -> list[float]:
+    """Round-trip times (ms) of one byte over one TCP connection to an echo server.
+
+    The TCP path's RTT where ICMP is blocked, or where only TCP sees the added latency
+    (the lab's relays). Nagle is off so each byte leaves at once.
+    """
+    rtts = []
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for _ in range(count + 1):
+                start = time.perf_counter()
+                sock.sendall(b"x")
+                if sock.recv(1) != b"x":
+                    raise ProbeError(f"TCP echo server {host}:{port} answered something else")
+                rtts.append((time.perf_counter() - start) * 1000.0)
+    except OSError as exc:
+        raise ProbeError(f"TCP echo to {host}:{port} failed: {exc}") from None
+    return rtts[1:]  # the first round trip also pays for the server's accept
+
+
 def route_samples(result: TracepathResult, meta: dict[str, Any]) -> list[Sample]:
     hops = [{"ttl": h.ttl, "host": h.host, "rtt_ms": h.rtt_ms, "no_reply": h.no_reply}
             for h in result.hops]
@@ -162,8 +188,8 @@ def route_samples(result: TracepathResult, meta: dict[str, Any]) -> list[Sample]
 def iperf3_samples(forward: list[Iperf3Result], reverse: list[Iperf3Result],
                    meta: dict[str, Any]) -> list[Sample]:
     samples = [
-        summarise("network.tcp_throughput", [r.sender_bps / GBIT for r in forward], meta),
-        summarise("network.tcp_throughput_received", [r.receiver_bps / GBIT for r in forward], meta),
+        summarise("network.tcp_throughput", [r.receiver_bps / GBIT for r in forward], meta),
+        summarise("network.tcp_throughput_sent", [r.sender_bps / GBIT for r in forward], meta),
         summarise("network.tcp_throughput_reverse", [r.receiver_bps / GBIT for r in reverse], meta),
     ]
     retransmits = [float(r.retransmits) for r in forward if r.retransmits is not None]
@@ -171,5 +197,5 @@ def iperf3_samples(forward: list[Iperf3Result], reverse: list[Iperf3Result],
         samples.append(summarise("network.tcp_retransmits", retransmits, meta))
     rtts = [r.mean_rtt_ms for r in forward if r.mean_rtt_ms is not None]
     if rtts:
-        samples.append(summarise("network.tcp_rtt", rtts, meta))
+        samples.append(summarise("network.tcp_rtt_loaded", rtts, meta))
     return samples

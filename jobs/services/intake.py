@@ -54,7 +54,8 @@ def clean_sample(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
-                      "network.tcp_throughput_received", "network.tcp_throughput_parallel")
+                      "network.tcp_throughput_sent", "network.tcp_throughput_parallel",
+                      "network.internode_throughput")
 LOOPBACK_HOSTS = ("127.", "::1", "localhost")
 # TCP goodput can't beat the link; allow for rounding in the driver's nominal speed.
 LINK_SLACK = 1.02

@@ -42,9 +42,7 @@ class Claim:
     def spec(self) -> dict[str, Any]:
         """What the node needs to run it; chosen by the platform, not the host."""
         job = self.run.job
-        peers = [e.as_peer() for e in
-                 ReferenceEndpoint.objects.filter(region_id=self.run.node.region_id)
-                 .select_related("region")]
+        peers = [e.as_peer() for e in ReferenceEndpoint.for_node(self.run.node)]
         nodes = coordination.mesh(job)
         return {
             "run_id": self.run.pk,

@@ -1,0 +1,175 @@
+"""The lab: several "hosts" on one machine, as network namespaces on a shaped bridge.
+
+Each host is a namespace ``bl-<lab>-<host>`` joined to a bridge namespace by a veth pair
+whose two ends are shaped with ``tc ... tbf rate`` (the host's egress is its upload, the
+bridge side's egress its download). Addresses exist only inside these namespaces. Nothing
+here routes to the root namespace: processes inside reach the platform through unix
+sockets (see relay.py). Everything is named with the ``bl-`` prefix, so ``down`` (or
+``cleanup``) finds and removes it, also after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PREFIX = "bl-"
+
+
+class LabError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    kind: str = "node"  # "node" or "reference"
+    region: str = "hangzhou"
+    provider: str = ""
+    provider_kind: str = "cloud"
+    rate_mbit: float | None = None  # tbf rate of the host's link, both directions
+    delay_ms: float = 0.0  # added to TCP round trips to its region's reference (relay)
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    name: str
+    hosts: list[HostSpec] = field(default_factory=list)
+    subnet: str = "10.213.0"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LabSpec:
+        hosts = [HostSpec(**h) for h in data.get("hosts", [])]
+        spec = cls(name=str(data["name"]), hosts=hosts, subnet=str(data.get("subnet", "10.213.0")))
+        spec.validate()
+        return spec
+
+    def validate(self) -> None:
+        if not self.name.isalnum() or len(self.name) > 6:
+            raise LabError(f"lab name {self.name!r}: 1-6 letters or digits (it names links)")
+        names = [h.name for h in self.hosts]
+        if len(set(names)) != len(names):
+            raise LabError("host names must be unique")
+        if len(self.hosts) > 200:
+            raise LabError("at most 200 hosts")
+        for h in self.hosts:
+            if h.kind not in ("node", "reference"):
+                raise LabError(f"host {h.name}: kind must be node or reference")
+
+    def nodes(self) -> list[HostSpec]:
+        return [h for h in self.hosts if h.kind == "node"]
+
+    def references(self) -> list[HostSpec]:
+        return [h for h in self.hosts if h.kind == "reference"]
+
+
+def load_spec(path: Path) -> LabSpec:
+    text = path.read_text()
+    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    return LabSpec.from_dict(data)
+
+
+def sh(*argv: str, check: bool = True) -> str:
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise LabError(f"{' '.join(argv)}: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+def tbf(rate_mbit: float) -> list[str]:
+    """tbf arguments for a rate: a burst of 2 ms of traffic (at least 32 KiB), so that one
+    kernel tick (4 ms at HZ=250) of tokens is not the bottleneck, and a 20 ms queue."""
+    burst = max(32 * 1024, int(rate_mbit * 1e6 / 8 * 0.002))
+    return ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", str(burst), "latency", "20ms"]
+
+
+class NetLab:
+    def __init__(self, spec: LabSpec) -> None:
+        self.spec = spec
+
+    @property
+    def bridge_ns(self) -> str:
+        return f"{PREFIX}{self.spec.name}-br"
+
+    def ns(self, host: str) -> str:
+        return f"{PREFIX}{self.spec.name}-{host}"
+
+    def address(self, host: str) -> str:
+        index = [h.name for h in self.spec.hosts].index(host)
+        return f"{self.spec.subnet}.{index + 1}"
+
+    def host(self, name: str) -> HostSpec:
+        return next(h for h in self.spec.hosts if h.name == name)
+
+    def exec_argv(self, host: str, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns(host), *argv]
+
+    def up(self) -> None:
+        self.down()
+        sh("ip", "netns", "add", self.bridge_ns)
+        sh("ip", "-n", self.bridge_ns, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.bridge_ns, "link", "set", "br0", "up")
+        sh("ip", "-n", self.bridge_ns, "link", "set", "lo", "up")
+        for i, host in enumerate(self.spec.hosts):
+            self._add_host(i, host)
+
+    def _add_host(self, i: int, host: HostSpec) -> None:
+        ns = self.ns(host.name)
+        # Short names (15 characters at most), prefixed, unique per lab, briefly in the root
+        # namespace: moved out at once, and destroyed with their namespaces.
+        here, there = f"bl{self.spec.name}{i}h", f"bl{self.spec.name}{i}b"
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", here, "type", "veth", "peer", "name", there)
+        sh("ip", "link", "set", here, "netns", ns)
+        sh("ip", "link", "set", there, "netns", self.bridge_ns)
+        sh("ip", "-n", ns, "link", "set", here, "name", "eth0")
+        sh("ip", "-n", ns, "addr", "add", f"{self.address(host.name)}/24", "dev", "eth0")
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", self.bridge_ns, "link", "set", there, "master", "br0")
+        sh("ip", "-n", self.bridge_ns, "link", "set", there, "up")
+        if host.rate_mbit:
+            sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "eth0", "root",
+               *tbf(host.rate_mbit))
+            sh("ip", "netns", "exec", self.bridge_ns, "tc", "qdisc", "add", "dev", there, "root",
+               *tbf(host.rate_mbit))
+
+    def down(self) -> None:
+        cleanup(f"{PREFIX}{self.spec.name}-", f"bl{self.spec.name}")
+
+
+def namespaces() -> list[str]:
+    return [line.split()[0] for line in sh("ip", "netns", "list").splitlines() if line.strip()]
+
+
+def root_links() -> list[str]:
+    names = []
+    for line in sh("ip", "-o", "link", "show").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) > 1:
+            names.append(parts[1].strip().split("@", 1)[0])
+    return names
+
+
+def cleanup(ns_prefix: str = PREFIX, link_prefix: str = "bl") -> list[str]:
+    """Remove every lab namespace and stray lab link; returns what was removed."""
+    removed = []
+    for ns in namespaces():
+        if ns.startswith(ns_prefix):
+            # Processes still inside would keep the namespace's network alive: kill them.
+            pids = sh("ip", "netns", "pids", ns, check=False).split()
+            if pids:
+                subprocess.run(["kill", "-9", *pids], capture_output=True, check=False)
+            sh("ip", "netns", "delete", ns, check=False)
+            removed.append(ns)
+    for link in root_links():
+        if link.startswith(link_prefix) and link != "lo":
+            sh("ip", "link", "delete", link, check=False)
+            removed.append(link)
+    return removed

@@ -1,0 +1,134 @@
+"""A lab wired to a running platform: reference endpoints, relays, enrolled node workers.
+
+The platform (API, Redis) listens on loopback in the root namespace; each lab host reaches
+it through a relay in its namespace that forwards 127.0.0.1:PORT to a unix socket, and a
+root-namespace relay forwards that socket to the real port. No route leaves the lab.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from tests.lab import procs
+from tests.lab.netlab import NetLab
+
+IPERF3_PORT = 5201
+ECHO_PORT = 7007
+RELAY_PORT_BASE = 17000
+
+# register(region, name, host, iperf3_port, echo_port, node_id or None)
+RegisterEndpoint = Callable[[str, str, str, int, int, "int | None"], None]
+
+
+@dataclass
+class LabNode:
+    name: str
+    node_id: int
+    config_path: Path
+    worker: procs.Proc
+
+
+@dataclass
+class LabStack:
+    lab: NetLab
+    work_dir: Path
+    api_port: int
+    redis_port: int
+    started: list[procs.Proc] = field(default_factory=list)
+    nodes: dict[str, LabNode] = field(default_factory=dict)
+
+    def keep(self, proc: procs.Proc) -> procs.Proc:
+        self.started.append(proc)
+        return proc
+
+    def relay(self, name: str, maps: list[str], host: str | None = None,
+              delay_ms: float = 0) -> procs.Proc:
+        # Raised priority: a relay that adds latency must wake on time on a busy machine.
+        argv = ["nice", "-n", "-10", sys.executable, "-m", "tests.lab.relay",
+                *(a for m in maps for a in ("--map", m)), "--delay-ms", str(delay_ms)]
+        proc = self.keep(procs.start(name, self.lab.exec_argv(host, argv) if host else argv,
+                                     self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
+        procs.wait_for(lambda: "relay ready" in proc.log(), 15, f"relay {name}")
+        return proc
+
+    def up(self) -> None:
+        self.lab.up()
+        sockets = self.work_dir / "sockets"
+        sockets.mkdir(parents=True, exist_ok=True)
+        api_sock, redis_sock = sockets / "api.sock", sockets / "redis.sock"
+        for path in (api_sock, redis_sock):
+            path.unlink(missing_ok=True)
+        self.relay("root-uplink", [f"unix:{api_sock}=127.0.0.1:{self.api_port}",
+                                   f"unix:{redis_sock}=127.0.0.1:{self.redis_port}"])
+        for host in self.lab.spec.nodes():
+            self.relay(f"uplink-{host.name}", [f"127.0.0.1:{self.api_port}=unix:{api_sock}",
+                                               f"127.0.0.1:{self.redis_port}=unix:{redis_sock}"],
+                       host=host.name)
+        for ref in self.lab.spec.references():
+            self.start_reference(ref.name)
+
+    def start_reference(self, name: str) -> None:
+        addr = self.lab.address(name)
+        self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(
+            name, ["iperf3", "-s", "-B", addr, "-p", str(IPERF3_PORT)]), self.work_dir))
+        self.keep(procs.start(f"echo-{name}", self.lab.exec_argv(
+            name, [sys.executable, "-m", "workers.cli", "echo-server", "--bind", addr,
+                   "--port", str(ECHO_PORT)]), self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
+
+    def register_references(self, register: RegisterEndpoint) -> None:
+        """Each region's reference, and per node with added latency its own relayed path."""
+        for ref in self.lab.spec.references():
+            addr = self.lab.address(ref.name)
+            register(ref.region, ref.name, addr, IPERF3_PORT, ECHO_PORT, None)
+            for i, node in enumerate(self.lab.spec.nodes()):
+                if node.region != ref.region or not node.delay_ms or node.name not in self.nodes:
+                    continue
+                port = RELAY_PORT_BASE + i
+                self.relay(f"delay-{node.name}", [f"{addr}:{port}={addr}:{ECHO_PORT}"],
+                           host=ref.name, delay_ms=node.delay_ms)
+                register(ref.region, f"{ref.name}-{node.name}", addr, IPERF3_PORT, port,
+                         self.nodes[node.name].node_id)
+
+    def enrol_nodes(self, api_url: str, provider_token: Callable[[str, str], tuple[int, str]]) -> None:
+        """Enrol every node host through the real path, from inside its namespace."""
+        for host in self.lab.spec.nodes():
+            provider_id, token = provider_token(host.provider, host.provider_kind)
+            response = requests.post(
+                f"{api_url}/api/v1/providers/{provider_id}/enrolment-tokens",
+                headers={"Authorization": f"Token {token}"}, timeout=10,
+                json={"region": host.region, "node_name": host.name})
+            response.raise_for_status()
+            config = self.work_dir / f"{host.name}.json"
+            enrol = procs.start(f"enrol-{host.name}", self.lab.exec_argv(host.name, [
+                sys.executable, "-m", "workers.cli", "--config", str(config), "enroll",
+                "--url", api_url, "--token", response.json()["token"],
+                "--address", self.lab.address(host.name), "--iperf3-port", str(IPERF3_PORT)]),
+                self.work_dir, env={"PYTHONPATH": str(procs.REPO)})
+            if enrol.popen.wait(60) != 0:
+                raise RuntimeError(f"enrolling {host.name} failed:\n{enrol.log()}")
+            worker = self.keep(procs.start(f"worker-{host.name}", self.lab.exec_argv(
+                host.name, [sys.executable, "-m", "workers.cli", "--config", str(config), "worker"]),
+                self.work_dir, env={"PYTHONPATH": str(procs.REPO), "PYTHONUNBUFFERED": "1"}))
+            procs.wait_worker_ready(worker, timeout=60)
+            node_id = int(json.loads(config.read_text())["node_id"])
+            self.nodes[host.name] = LabNode(host.name, node_id, config, worker)
+
+    def down(self) -> None:
+        for proc in reversed(self.started):
+            proc.stop(timeout=5)
+        self.started.clear()
+        self.lab.down()
+
+
+def describe(stack: LabStack) -> list[dict[str, Any]]:
+    return [{"host": h.name, "kind": h.kind, "region": h.region, "address": stack.lab.address(h.name),
+             "rate_mbit": h.rate_mbit, "delay_ms": h.delay_ms,
+             "node_id": stack.nodes[h.name].node_id if h.name in stack.nodes else None}
+            for h in stack.lab.spec.hosts]

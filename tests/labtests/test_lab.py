@@ -1,0 +1,79 @@
+"""A two-host lab with one shaped link: the platform's stored figures match the link."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet.models import Provider, ReferenceEndpoint, Region
+from jobs.models import Run
+from jobs.services import submission
+from tests.lab import netlab
+from tests.lab.procs import wait_for
+from tests.lab.stack import LabStack
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ip netns, tc)"),
+]
+
+RATE_MBIT = 200
+DELAY_MS = 5.0
+
+
+@pytest.fixture
+def lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner: Any,
+        hangzhou: Region, tmp_path: Path) -> Iterator[LabStack]:
+    spec = netlab.LabSpec.from_dict({"name": "t1", "hosts": [
+        {"name": "n1", "kind": "node", "region": "hangzhou", "provider": provider.name,
+         "rate_mbit": RATE_MBIT, "delay_ms": DELAY_MS},
+        {"name": "ref", "kind": "reference", "region": "hangzhou"}]})
+    stack = LabStack(netlab.NetLab(spec), tmp_path, int(live_server.url.rsplit(":", 1)[1]),
+                     private_redis.port)
+    try:
+        stack.up()
+        stack.enrol_nodes(live_server.url, lambda name, kind: (provider.pk, provider_owner.token))
+
+        def register(region: str, name: str, host: str, iperf3_port: int, echo_port: int,
+                     node_id: int | None) -> None:
+            ReferenceEndpoint.objects.create(region=Region.objects.get(code=region), name=name,
+                                             host=host, iperf3_port=iperf3_port,
+                                             echo_port=echo_port, node_id=node_id)
+
+        stack.register_references(register)
+        yield stack
+    finally:
+        stack.down()
+
+
+def test_the_stored_throughput_and_tcp_rtt_match_the_shaped_link(lab: LabStack, buyer: Any) -> None:
+    node = lab.nodes["n1"]
+    job, _ = submission.submit(buyer.user, [node.node_id], "network",
+                               {"iperf3_duration": 3, "iperf3_omit": 1, "repetitions": 2,
+                                "ping_count": 10})
+    wait_for(lambda: Run.objects.get(job=job).status not in ("queued", "running"), 120,
+             "the lab run", interval=0.5)
+    run = Run.objects.get(job=job)
+    assert run.status == "succeeded", run.error
+    gbps = run.samples.get(metric="network.tcp_throughput").value
+    rtt = run.samples.get(metric="network.tcp_rtt").value
+    rate = RATE_MBIT / 1000
+    print(f"\nshaped {rate} Gbit/s: stored {gbps:.4f} Gbit/s (ratio {gbps / rate:.3f}); "
+          f"added {DELAY_MS} ms: TCP RTT {rtt:.3f} ms")
+    assert 0.95 * rate <= gbps <= 1.02 * rate
+    assert abs(rtt - DELAY_MS) <= max(0.5, 0.05 * DELAY_MS)
+
+
+def test_the_lab_leaves_nothing_behind(live_server: Any, private_redis: Any, tmp_path: Path) -> None:
+    spec = netlab.LabSpec.from_dict({"name": "t2", "hosts": [{"name": "a", "rate_mbit": 100},
+                                                              {"name": "b", "kind": "reference"}]})
+    lab = netlab.NetLab(spec)
+    lab.up()
+    assert lab.ns("a") in netlab.namespaces()
+    lab.down()
+    assert not [n for n in netlab.namespaces() if n.startswith("bl-t2-")]
+    assert not [link for link in netlab.root_links() if link.startswith("blt2")]

@@ -1,0 +1,66 @@
+"""The lab's relay adds the latency it is told to, to TCP round trips, and passes bytes intact."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.probes.network import tcp_echo_rtts
+from tests.lab import procs
+
+
+@pytest.fixture
+def echo(tmp_path: Path) -> Iterator[int]:
+    port = procs.free_port()
+    server = procs.start("echo", [sys.executable, "-m", "workers.cli", "echo-server",
+                                  "--bind", "127.0.0.1", "--port", str(port)], tmp_path)
+    procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 10, "echo server")
+    yield port
+    server.stop()
+
+
+def relay(tmp_path: Path, target: str, delay_ms: float) -> tuple[procs.Proc, int]:
+    port = procs.free_port()
+    proc = procs.start(f"relay-{port}", [sys.executable, "-m", "tests.lab.relay", "--map",
+                                         f"127.0.0.1:{port}={target}", "--delay-ms", str(delay_ms)],
+                       tmp_path)
+    procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 10, "relay")
+    return proc, port
+
+
+@pytest.mark.parametrize("delay_ms", [5.0, 20.0])
+def test_the_relay_adds_its_delay_to_tcp_round_trips(tmp_path: Path, echo: int,
+                                                     delay_ms: float) -> None:
+    direct = statistics.median(tcp_echo_rtts("127.0.0.1", echo, 20))
+    proc, port = relay(tmp_path, f"127.0.0.1:{echo}", delay_ms)
+    try:
+        relayed = statistics.median(tcp_echo_rtts("127.0.0.1", port, 20))
+    finally:
+        proc.stop()
+    assert relayed - direct == pytest.approx(delay_ms, abs=max(0.5, delay_ms * 0.05))
+
+
+def test_bytes_arrive_intact_and_in_order_through_a_unix_socket_hop(tmp_path: Path,
+                                                                   echo: int) -> None:
+    sock_path = tmp_path / "hop.sock"
+    inner = procs.start("relay-unix", [sys.executable, "-m", "tests.lab.relay", "--map",
+                                       f"unix:{sock_path}=127.0.0.1:{echo}"], tmp_path)
+    procs.wait_for(sock_path.exists, 10, "unix relay")
+    outer, port = relay(tmp_path, f"unix:{sock_path}", 0)
+    payload = bytes(range(256)) * 4096  # 1 MiB
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            received = b""
+            while chunk := s.recv(65536):
+                received += chunk
+    finally:
+        outer.stop()
+        inner.stop()
+    assert received == payload
