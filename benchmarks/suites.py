@@ -36,6 +36,13 @@ PARAMS: dict[str, Param] = {
     "training_timeout": Param(1800, 30, 86_400, help="seconds before the training ranks are killed"),
     "matmul_n": Param(4096, 256, 16_384, help="square matmul size (n x n @ n x n)"),
     "memcpy_mib": Param(1024, 1, 16_384, help="MiB copied per device memory copy"),
+    "fio_runtime": Param(10, 1, 300, help="seconds per fio run (fio --runtime, time based)"),
+    "fio_size_mib": Param(256, 4, 65536,
+                          help="MiB of fio test files, split across jobs (at least 1 MiB each)"),
+    "fio_numjobs": Param(32, 1, 256, help="parallel fio jobs (fio --numjobs)"),
+    "checkpoint_mib": Param(1024, 1, 65536, help="MiB of tensors saved and loaded as a checkpoint"),
+    "smallfile_count": Param(20000, 10, 1_000_000, help="files in the small-file dataset"),
+    "smallfile_kib": Param(16, 1, 10240, help="KiB per file in the small-file dataset"),
     "noop_seconds": Param(0, 0, 600, integer=False, help="how long the no-op probe sleeps"),
     "noop_command_seconds": Param(0, 0, 3600, integer=False,
                                   help="the no-op probe runs `sleep N` (tests of time limits)"),
@@ -48,13 +55,20 @@ PARAMS: dict[str, Param] = {
 # compared within one profile, since they were measured differently.
 PROFILES: dict[str, dict[str, float]] = {
     "default": {},
-    "quick": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 3, "ping_count": 10},
+    # The full suite in under 3 minutes per node on a 2-core machine.
+    "quick": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 3, "ping_count": 10,
+              "fio_runtime": 2, "fio_size_mib": 64, "checkpoint_mib": 128,
+              "smallfile_count": 2000, "model_mib": 8, "train_steps": 10,
+              "allreduce_max_mib": 32, "dataloader_samples": 512, "matmul_n": 1024,
+              "memcpy_mib": 128, "training_timeout": 300},
 }
 
 SUITES: dict[str, tuple[str, ...]] = {
     "network": ("network",),
+    "storage": ("storage",),
     "training": ("training",),
     "gpu": ("gpu",),
+    "full": ("network", "storage", "training", "gpu"),
     # A probe that measures nothing: for benchmarking the platform and for tests.
     "noop": ("noop",),
 }

@@ -1,0 +1,174 @@
+"""StorageProbe run for real (fio, torch, the file system), with tiny params."""
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.metrics import METRICS as ALL_METRICS
+from benchmarks.probes import storage
+from benchmarks.probes.base import ProbeContext, ProbeError
+from benchmarks.probes.storage import StorageProbe
+from benchmarks.suites import PARAMS as SHARED_PARAMS
+
+TINY = {"fio_runtime": 1.0, "fio_size_mib": 8.0, "fio_numjobs": 4.0, "checkpoint_mib": 16.0,
+        "smallfile_count": 200.0, "smallfile_kib": 4.0, "repetitions": 2.0}
+REPETITIONS = 2
+
+EXPECTED_UNITS = {
+    "storage.randread_iops": "IOPS",
+    "storage.randread_clat_p50": "us",
+    "storage.randread_clat_p99": "us",
+    "storage.randread_clat_p999": "us",
+    "storage.seqread_bw": "GB/s",
+    "storage.seqwrite_bw": "GB/s",
+    "storage.checkpoint_write": "GB/s",
+    "storage.checkpoint_read": "GB/s",
+    "storage.smallfile_read": "files/s",
+    "storage.packedfile_read": "files/s",
+    "storage.randread_iops_tmpfs": "IOPS",
+    "storage.randread_clat_p50_tmpfs": "us",
+    "storage.randread_clat_p99_tmpfs": "us",
+    "storage.randread_clat_p999_tmpfs": "us",
+    "storage.smallfile_read_tmpfs": "files/s",
+}
+
+
+def all_params(**overrides: float) -> dict[str, float]:
+    params = {name: float(p.default) for name, p in SHARED_PARAMS.items()}
+    return params | TINY | overrides
+
+
+def shm_entries() -> set[str]:
+    # Only the probe's own entries: PostgreSQL and torch add and remove their own
+    # shared-memory files in /dev/shm while the test runs.
+    if not storage.TMPFS_DIR.is_dir():
+        return set()
+    return {p.name for p in storage.TMPFS_DIR.glob("benchctl-storage-*")}
+
+
+def test_it_defines_the_metrics_and_params_it_reports() -> None:
+    assert {m.name: m.unit for m in METRICS} == EXPECTED_UNITS
+    assert {name: (p.default, p.low, p.high) for name, p in SHARED_PARAMS.items()
+            if name in STORAGE_PARAMS} == {
+        "fio_runtime": (10, 1, 300),
+        "fio_size_mib": (256, 4, 65536),
+        "fio_numjobs": (32, 1, 256),
+        "checkpoint_mib": (1024, 1, 65536),
+        "smallfile_count": (20000, 10, 1_000_000),
+        "smallfile_kib": (16, 1, 10240),
+    }
+
+
+def test_a_real_run_reports_every_metric_and_cleans_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("BENCH_DATA_DIR", str(data))
+    shm_before = shm_entries()
+    reports: list[tuple[str, int, int]] = []
+    probe = StorageProbe(ProbeContext(params=all_params(),
+                                      report=lambda *args: reports.append(args)))
+
+    start = time.monotonic()
+    probe.prepare()
+    try:
+        samples = probe.run()
+    finally:
+        probe.cleanup()
+    elapsed = time.monotonic() - start
+
+    by_metric = {s.metric: s for s in samples}
+    assert len(by_metric) == len(samples)
+    assert set(by_metric) == set(EXPECTED_UNITS)
+    ranges = {m.name: m for m in METRICS}
+    for sample in samples:
+        metric = ranges[sample.metric]
+        assert sample.unit == metric.unit
+        assert sample.n == REPETITIONS
+        assert sample.min is not None and sample.max is not None
+        assert sample.p5 is not None and sample.p95 is not None and sample.cv is not None
+        assert 0 < sample.min <= sample.p5 <= sample.value <= sample.p95 <= sample.max
+        assert metric.low <= sample.min and sample.max <= metric.high, sample
+    # Plausibility: loose bounds any disk or tmpfs meets, and that catch unit slips.
+    assert by_metric["storage.randread_iops"].value > 100
+    assert by_metric["storage.randread_clat_p50"].value <= by_metric["storage.randread_clat_p999"].value
+    assert by_metric["storage.randread_clat_p999_tmpfs"].value < 1e6  # microseconds, not ns
+    for name in ("storage.seqread_bw", "storage.seqwrite_bw", "storage.checkpoint_write",
+                 "storage.checkpoint_read"):
+        assert 0.001 < by_metric[name].value < 1_000, name  # GB/s, not bytes/s
+    assert by_metric["storage.smallfile_read"].value > 10
+
+    meta = by_metric["storage.randread_iops"].metadata
+    assert meta["directory"] == str(data)
+    assert meta["directory_source"] == "BENCH_DATA_DIR"
+    assert meta["tool"] == "fio" and meta["version"].startswith("fio-")
+    assert meta["numjobs"] == 4 and meta["direct"] in (0, 1)
+    assert by_metric["storage.randread_iops_tmpfs"].metadata["filesystem"] == "tmpfs"
+    assert "page_cache" in by_metric["storage.checkpoint_read"].metadata
+    assert by_metric["storage.checkpoint_read"].metadata["checkpoint_bytes"] >= 16 * 2**20
+
+    steps = reports[-1][2]
+    assert reports == [("storage", step, steps) for step in range(1, steps + 1)]
+
+    assert list(data.iterdir()) == []
+    assert shm_entries() <= shm_before
+    print(f"storage probe with tiny params: {elapsed:.1f} s")
+
+
+def test_cleanup_removes_the_default_data_directory_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BENCH_DATA_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shm_before = shm_entries()
+    probe = StorageProbe(ProbeContext(params=all_params()))
+
+    probe.prepare()
+    assert (tmp_path / "benchctl-data").is_dir()
+    probe.cleanup()
+
+    assert list(tmp_path.iterdir()) == []
+    assert shm_entries() <= shm_before
+
+
+def test_prepare_says_how_to_install_a_missing_fio(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storage.shutil, "which", lambda tool: None)
+    probe = StorageProbe(ProbeContext(params=all_params()))
+
+    with pytest.raises(ProbeError, match="apt-get install fio"):
+        probe.prepare()
+
+
+def test_prepare_rejects_a_data_directory_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mistyped mount point must not quietly measure whatever disk holds /tmp.
+    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path / "missing"))
+    probe = StorageProbe(ProbeContext(params=all_params()))
+
+    with pytest.raises(ProbeError, match="not a directory"):
+        probe.prepare()
+    probe.cleanup()
+
+    assert not (tmp_path / "missing").exists()
+
+
+def test_prepare_refuses_when_the_data_directory_is_too_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))
+    probe = StorageProbe(ProbeContext(params=all_params(checkpoint_mib=65536 * 1024)))
+
+    with pytest.raises(ProbeError, match="MiB free"):
+        probe.prepare()
+    probe.cleanup()
+
+    assert list(tmp_path.iterdir()) == []
+
+
+METRICS = [m for m in ALL_METRICS.values() if m.name.startswith("storage.")]
+STORAGE_PARAMS = {"fio_runtime", "fio_size_mib", "fio_numjobs", "checkpoint_mib", "smallfile_count",
+                  "smallfile_kib"}
