@@ -50,6 +50,14 @@ def broker_settings(private_redis: procs.PrivateRedis, settings: Any) -> Iterato
 
 
 @pytest.fixture(scope="session")
+def echo_port(run_dir: Path) -> Iterator[int]:
+    port = procs.free_port()
+    server = procs.start_echo_server(port, run_dir)
+    yield port
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def iperf3_port(run_dir: Path) -> Iterator[int]:
     port = procs.free_port()
     server = procs.start_iperf3_server(port, run_dir)

@@ -133,6 +133,14 @@ def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
     return proc
 
 
+def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1") -> Proc:
+    proc = start(f"echo-{bind}-{port}", [sys.executable, "-m", "workers.cli", "echo-server",
+                                         "--bind", bind, "--port", str(port)], log_dir,
+                 env={"PYTHONPATH": str(REPO)})
+    wait_for(lambda: _port_open(bind, port), 10, "TCP echo server")
+    return proc
+
+
 def _port_open(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import statistics
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,8 @@ from tests.lab import procs
 
 
 @pytest.fixture
-def echo(tmp_path: Path) -> Iterator[int]:
-    port = procs.free_port()
-    server = procs.start("echo", [sys.executable, "-m", "workers.cli", "echo-server",
-                                  "--bind", "127.0.0.1", "--port", str(port)], tmp_path)
-    procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 10, "echo server")
-    yield port
-    server.stop()
+def echo(echo_port: int) -> int:
+    return echo_port
 
 
 def relay(tmp_path: Path, target: str, delay_ms: float) -> tuple[procs.Proc, int]:

@@ -1,0 +1,41 @@
+"""The full suite in the quick profile, through the platform: every probe's samples arrive."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import requests
+
+from benchmarks.metrics import METRICS
+from tests.e2e.test_network_benchmark import wait_job
+
+pytestmark = pytest.mark.slow
+
+# Measured only where there is an NVIDIA GPU, or where there is a second node.
+NOT_HERE = {"training.gpu_util_mean", "training.gpu_util_p5", "training.gpu_util_below80",
+            "training.gpu_power_mean", "network.internode_throughput", "network.internode_rtt",
+            "noop.duration"}
+
+
+def test_the_quick_full_suite_reports_every_probe(live_server: Any, buyer: Any, enrol_node: Any,
+                                                  reference_endpoint: Any,
+                                                  worker_factory: Any) -> None:
+    node = enrol_node("hz-1", api_url=live_server.url)
+    worker_factory(node.config_path, "w-full")
+    started = time.monotonic()
+    response = requests.post(f"{live_server.url}/api/v1/benchmarks", headers=buyer.headers,
+                             json={"nodes": [node.node.pk], "suite": "full", "profile": "quick"},
+                             timeout=10)
+    assert response.status_code == 202, response.text
+    job = wait_job(response.json()["url"], buyer, timeout=400)
+    elapsed = time.monotonic() - started
+    run = job["runs"][0]
+    assert run["status"] == "succeeded", run["error"]
+    reported = {s["metric"] for s in run["samples"]}
+    print(f"\nquick full suite: {elapsed:.0f} s, {len(run['samples'])} samples")
+    assert set(METRICS) - NOT_HERE - reported == set()
+    gpu = next(s for s in run["samples"] if s["metric"] == "gpu.matmul_tflops_fp32")
+    assert gpu["metadata"]["gpu"] == "skipped: no NVIDIA GPU"
+    assert run["node"]["name"] == "hz-1"
