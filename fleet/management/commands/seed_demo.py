@@ -1,4 +1,4 @@
-"""Create the demo's regions, providers, reference endpoints and API users; print their tokens.
+"""Create the demo's regions, providers and API users; print their ids and tokens as JSON.
 
 Idempotent: running it again reuses what exists.
 """
@@ -12,13 +12,14 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandParser
 from rest_framework.authtoken.models import Token
 
-from fleet.models import Provider, ReferenceEndpoint, Region
+from fleet.models import Provider, Region
 
-DEMO = [
-    # region code, province, city, provider, kind
-    ("hangzhou", "Zhejiang", "Hangzhou", "West Lake DC", Provider.Kind.LOCAL_DC),
-    ("shenzhen", "Guangdong", "Shenzhen", "Pearl River Cloud", Provider.Kind.CLOUD),
-]
+REGIONS = {
+    "hangzhou": ("Zhejiang", "Hangzhou"),
+    "ningbo": ("Zhejiang", "Ningbo"),
+    "shenzhen": ("Guangdong", "Shenzhen"),
+    "guangzhou": ("Guangdong", "Guangzhou"),
+}
 
 
 def user_token(username: str) -> str:
@@ -30,23 +31,18 @@ class Command(BaseCommand):
     help = __doc__
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--endpoint", action="append", default=[],
-                            help="REGION=HOST:PORT of an iperf3 -s reference endpoint")
+        parser.add_argument("--provider", action="append", default=[], metavar="NAME=KIND",
+                            help="a provider to create (kind: local_dc or cloud)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        endpoints = dict(e.split("=", 1) for e in options["endpoint"])
+        for code, (province, city) in REGIONS.items():
+            Region.objects.get_or_create(code=code, defaults={"province": province, "city": city})
         out: dict[str, Any] = {"buyer_token": user_token("demo-buyer"), "providers": {}}
-        for code, province, city, provider_name, kind in DEMO:
-            region, _ = Region.objects.get_or_create(
-                code=code, defaults={"province": province, "city": city})
-            provider, _ = Provider.objects.get_or_create(name=provider_name,
-                                                         defaults={"kind": kind})
-            owner = f"owner-{code}"
+        for i, item in enumerate(options["provider"]):
+            name, _, kind = item.partition("=")
+            provider, _ = Provider.objects.get_or_create(name=name, defaults={"kind": kind or "cloud"})
+            owner = f"provider-owner-{i + 1}"
             token = user_token(owner)
             provider.owners.add(User.objects.get(username=owner))
-            if code in endpoints:
-                host, port = endpoints[code].rsplit(":", 1)
-                ReferenceEndpoint.objects.update_or_create(
-                    region=region, name="ref1", defaults={"host": host, "iperf3_port": int(port)})
-            out["providers"][code] = {"id": provider.pk, "name": provider.name, "token": token}
+            out["providers"][name] = {"id": provider.pk, "token": token}
         self.stdout.write(json.dumps(out))
