@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: setup tools venv services demo test test-fast lint schema check-schema clean
+.PHONY: setup tools venv services demo test test-fast lint schema check-schema clean bench-accuracy
 
 setup: tools venv
 
@@ -67,3 +67,7 @@ check-schema: venv
 
 clean:
 	rm -rf $(VENV) var staticfiles
+
+# The lab (root): shaped links in namespaces; does the platform store what we shaped?
+bench-accuracy: setup
+	$(PY) -m bench.accuracy

@@ -10,6 +10,7 @@ from pathlib import Path
 from workers import config as node_config
 from workers import inventory
 from workers.api_client import ApiError, enrol
+from workers.errors import CliError
 
 
 def cmd_enroll(args: argparse.Namespace) -> int:
@@ -42,6 +43,18 @@ def cmd_echo_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab(args: argparse.Namespace) -> int:
+    # The lab is a development tool that lives with the tests: only in a repo checkout.
+    from tests.lab import cli as lab
+
+    if args.lab_command == "up":
+        lab.up(Path(args.spec))
+    else:
+        removed = lab.down()
+        print("removed: " + (", ".join(removed) if removed else "nothing (no lab was up)"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchctl", description=__doc__)
     parser.add_argument("--config", default=str(node_config.DEFAULT_PATH),
@@ -61,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run the node worker in the foreground")
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=cmd_worker)
+    lab = sub.add_parser("lab", help="the emulated multi-host network (root; repo checkout)")
+    lab_sub = lab.add_subparsers(dest="lab_command", required=True)
+    lab_up = lab_sub.add_parser("up", help="build a lab from a spec and run it until Ctrl-C")
+    lab_up.add_argument("--spec", default="tests/lab/specs/demo.yaml")
+    lab_sub.add_parser("down", help="remove every lab namespace, link and process")
+    lab.set_defaults(func=cmd_lab)
+
     echo = sub.add_parser("echo-server", help="serve TCP echo (the peer side of TCP RTT)")
     echo.add_argument("--bind", default="0.0.0.0")  # noqa: S104 - a server for peers to reach
     echo.add_argument("--port", type=int, default=7007)
@@ -73,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO)
     try:
         return int(args.func(args))
-    except (ApiError, node_config.ConfigError, OSError) as exc:
+    except (ApiError, node_config.ConfigError, CliError, OSError) as exc:
         if args.debug:
             raise
         print(f"benchctl: {exc}", file=sys.stderr)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import requests
 
 from tests.lab import netlab, procs
+from tests.lab.platform_stack import PlatformStack, say
 from tests.lab.stack import LabStack
 
 REPO = procs.REPO
@@ -40,10 +40,6 @@ COLUMNS = [("RTT ms", "network.tcp_rtt", "{:.2f}"),
            ("comm %", "training.comm_share", "{:.0%}")]
 
 
-def say(message: str) -> None:
-    print(f"==> {message}", flush=True)
-
-
 def lab_possible() -> str | None:
     """None when the lab can be built here, else why not."""
     if os.geteuid() != 0:
@@ -54,47 +50,22 @@ def lab_possible() -> str | None:
     return None
 
 
-def fresh_database_url() -> str:
-    """DATABASE_URL when given; else a demo database made anew, so each demo starts clean."""
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
-    if shutil.which("pg_isready") and subprocess.run(
-            ["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0:
-        pg = ["-h", "127.0.0.1", "-U", "postgres"]
-        subprocess.run(["dropdb", *pg, "--if-exists", "--force", "benchdemo"], check=True)
-        subprocess.run(["createdb", *pg, "benchdemo"], check=True)
-        return "postgres://postgres@127.0.0.1:5432/benchdemo"
-    say("PostgreSQL is not running here: the demo uses an SQLite file instead")
-    return f"sqlite:///{VAR / 'demo.sqlite3'}"
-
-
 class Demo:
     def __init__(self, loopback: bool) -> None:
-        self.started: list[procs.Proc] = []
         self.lab: LabStack | None = None
         self.loopback = loopback
         shutil.rmtree(VAR, ignore_errors=True)  # credentials of an earlier demo's nodes
         VAR.mkdir(parents=True, exist_ok=True)
-        self.logs = VAR / "logs"
-        self.env: dict[str, str] = {}
-
-    def keep(self, proc: procs.Proc) -> procs.Proc:
-        self.started.append(proc)
-        return proc
+        self.platform = PlatformStack(VAR, "benchdemo")
+        self.logs = self.platform.logs
+        self.manage = self.platform.manage
+        self.keep = self.platform.keep
 
     def stop_all(self) -> None:
         if self.lab is not None:
             self.lab.down()
-        for proc in reversed(self.started):
-            proc.stop(timeout=5)
+        self.platform.stop()
         say(f"stopped every process it started; logs are in {self.logs}")
-
-    def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
-        return done.stdout
 
     def run(self, wait: bool) -> None:
         why_not = lab_possible()
@@ -124,28 +95,8 @@ class Demo:
                 time.sleep(3600)
 
     def start_platform(self) -> tuple[str, int]:
-        self.env = {**os.environ, "DATABASE_URL": fresh_database_url(), "PYTHONUNBUFFERED": "1",
-                    "SWEEP_INTERVAL_SECONDS": "5", "RUN_LEASE_SECONDS": "30",
-                    "NODE_VISIBILITY_TIMEOUT": "900", "PYTHONPATH": str(REPO)}
-        redis = procs.start_private_redis(VAR / "redis", secrets.token_hex(16))
-        self.keep(redis.proc)
-        self.env |= {"REDIS_URL": redis.admin_url, "NODE_BROKER_ACL": "true"}
-        say(f"private Redis on port {redis.port}: password-protected, one ACL user per node")
-        web_port = procs.free_port()
-        api = f"http://127.0.0.1:{web_port}"
-        self.env["PUBLIC_API_URL"] = api
-        say("migrating the database")
-        self.manage("migrate", "--noinput")
-        self.keep(procs.start("web", [
-            sys.executable, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{web_port}",
-            "-w", "2", "--access-logfile", "-"], self.logs, self.env))
-        self.keep(procs.start("platform-worker", [
-            sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "-B",
-            "-Q", "platform", "-c", "1", "--loglevel", "INFO",
-            "-s", str(VAR / "celerybeat-schedule")], self.logs, self.env))
-        procs.wait_for(lambda: _up(f"{api}/api/v1/health"), 30, "the web server")
-        say(f"platform up at {api}")
-        return api, redis.port
+        self.platform.start()
+        return self.platform.api, self.platform.redis_port
 
     def start_lab(self, spec: netlab.LabSpec, api: str, redis_port: int,
                   seed: dict[str, Any]) -> list[int]:
@@ -155,13 +106,7 @@ class Demo:
         self.lab.enrol_nodes(api, lambda name, kind: (seed["providers"][name]["id"],
                                                       seed["providers"][name]["token"]))
 
-        def register(region: str, name: str, host: str, iperf3_port: int, echo_port: int,
-                     node_id: int | None) -> None:
-            self.manage("reference_endpoint", region, name, host, f"--iperf3-port={iperf3_port}",
-                        f"--echo-port={echo_port}",
-                        *([f"--node={node_id}"] if node_id is not None else []))
-
-        self.lab.register_references(register)
+        self.lab.register_references(self.platform.register_endpoint)
         for host in spec.hosts:
             rate = f"{host.rate_mbit:g} Mbit/s" if host.rate_mbit else "unshaped"
             delay = f", +{host.delay_ms:g} ms TCP RTT" if host.delay_ms else ""
@@ -191,7 +136,7 @@ class Demo:
         subprocess.run([sys.executable, "-m", "workers.cli", "--config", str(config), "enroll",
                         "--url", api, "--token", response.json()["token"], "--address", "127.0.0.1",
                         "--iperf3-port", str(procs.free_port())],
-                       cwd=REPO, env=self.env, check=True)
+                       cwd=REPO, env=self.platform.env, check=True)
         worker = self.keep(procs.start_node_worker(config, self.logs, f"node-{name}"))
         procs.wait_worker_ready(worker)
         node_id = int(json.loads(config.read_text())["node_id"])
@@ -223,13 +168,6 @@ def _progress(run: dict[str, Any]) -> str:
     if run["status"] != "running" or not p:
         return ""
     return f"[{p.get('probe')} {p.get('step')}/{p.get('steps')}]"
-
-
-def _up(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=2).status_code == 200
-    except requests.RequestException:
-        return False
 
 
 def worst(samples: list[dict[str, Any]], metric: str) -> float | None:

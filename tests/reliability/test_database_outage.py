@@ -16,6 +16,7 @@ import requests
 from tests.lab import procs
 
 pytestmark = pytest.mark.slow
+PROVIDER = "West Lake DC"
 
 
 @pytest.fixture
@@ -27,7 +28,8 @@ def platform_on_private_db(tmp_path: Path, private_redis: Any) -> Iterator[dict[
            "DB_CONN_MAX_AGE": "60"}
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=procs.REPO, env=env,
                    check=True, capture_output=True)
-    seed = subprocess.run([sys.executable, "manage.py", "seed_demo"], cwd=procs.REPO, env=env,
+    seed = subprocess.run([sys.executable, "manage.py", "seed_demo",
+                           f"--provider={PROVIDER}=local_dc"], cwd=procs.REPO, env=env,
                           check=True, capture_output=True, text=True).stdout
     web = procs.start("web-private-db", [sys.executable, "-m", "gunicorn", "config.wsgi", "-b",
                                          f"127.0.0.1:{port}", "-w", "2"], tmp_path, env)
@@ -48,9 +50,9 @@ def _status(url: str, headers: dict[str, str] | None = None) -> int:
 def test_requests_get_503_while_the_database_is_down_and_service_resumes(
         platform_on_private_db: dict[str, Any]) -> None:
     url, pg, seed = (platform_on_private_db[k] for k in ("url", "pg", "seed"))
-    owner = {"Authorization": f"Token {seed['providers']['hangzhou']['token']}"}
+    owner = {"Authorization": f"Token {seed['providers'][PROVIDER]['token']}"}
     buyer = {"Authorization": f"Token {seed['buyer_token']}"}
-    token = requests.post(f"{url}/api/v1/providers/{seed['providers']['hangzhou']['id']}"
+    token = requests.post(f"{url}/api/v1/providers/{seed['providers'][PROVIDER]['id']}"
                           "/enrolment-tokens", headers=owner, timeout=10,
                           json={"region": "hangzhou", "node_name": "hz-1"}).json()["token"]
     node_id = requests.post(f"{url}/api/v1/enrol", json={"token": token},

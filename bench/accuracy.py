@@ -1,0 +1,161 @@
+"""`make bench-accuracy`: do the figures the platform stores match links we shaped ourselves?
+
+Builds a lab (root: namespaces, tc tbf rates, latency relays), runs the network and the
+training probes through the real platform, reads what it stored through the API, and
+prints one line per case: the value we set, the value stored, their ratio, and whether it
+is within target. Exits non-zero if any case misses.
+
+Targets (issue "The lab"):
+* TCP throughput within 5% of the shaped rate, never above it by more than 2%.
+* TCP RTT within 0.5 ms or 5% (the larger) of the latency added.
+* All-reduce busbw at the largest message at least 90% of the shaped rate, 2 and 4 ranks.
+* DDP step time explained by compute + message bytes / rate within 15%.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from tests.lab import netlab
+from tests.lab.platform_stack import REPO, PlatformStack, say
+from tests.lab.stack import LabStack
+
+VAR = REPO / "var" / "accuracy"
+RESULTS = REPO / "bench" / "results"
+PROVIDER = "Lab Provider"
+DDP_RATE_MBIT = 500
+SPEC = {"name": "acc", "hosts": [
+    {"name": "t100", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": 100, "delay_ms": 5},
+    {"name": "t500", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": 500, "delay_ms": 20},
+    {"name": "t2000", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": 2000},
+    *({"name": f"d{i}", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": DDP_RATE_MBIT}
+      for i in range(1, 5)),
+    {"name": "ref", "kind": "reference", "region": "hangzhou"},
+]}
+NETWORK = {"iperf3_duration": 5, "iperf3_omit": 1, "repetitions": 3, "ping_count": 20}
+TRAINING = {"training_ranks": 1, "model_mib": 8, "train_steps": 10, "training_batch": 8,
+            "allreduce_max_mib": 64, "dataloader_samples": 128, "repetitions": 3}
+
+
+@dataclass
+class Case:
+    name: str
+    set_value: float
+    stored: float
+    unit: str
+    ok: bool
+
+    def line(self) -> str:
+        ratio = self.stored / self.set_value if self.set_value else float("nan")
+        return (f"{self.name}: set {self.set_value:.4g} {self.unit}, stored {self.stored:.4g} "
+                f"{self.unit}, ratio {ratio:.3f} {'ok' if self.ok else 'MISS'}")
+
+
+class Api:
+    def __init__(self, base: str, token: str) -> None:
+        self.base = base
+        self.headers = {"Authorization": f"Token {token}"}
+
+    def run_job(self, nodes: list[int], suite: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        response = requests.post(f"{self.base}/api/v1/benchmarks", headers=self.headers,
+                                 json={"nodes": nodes, "suite": suite, "params": params}, timeout=10)
+        response.raise_for_status()
+        url = response.json()["url"]
+        while True:
+            job = requests.get(url, headers=self.headers, timeout=10).json()
+            if job["status"] not in ("queued", "running"):
+                break
+            time.sleep(1)
+        for run in job["runs"]:
+            if run["status"] != "succeeded":
+                raise SystemExit(f"{suite} run on {run['node']['name']} {run['status']}: {run['error']}")
+        runs: list[dict[str, Any]] = job["runs"]
+        return runs
+
+
+def value(run: dict[str, Any], metric: str) -> dict[str, Any]:
+    return next(s for s in run["samples"] if s["metric"] == metric)
+
+
+def network_cases(api: Api, nodes: dict[str, int]) -> list[Case]:
+    cases = []
+    for host in SPEC["hosts"]:
+        if not str(host["name"]).startswith("t"):
+            continue
+        # One node at a time: the cases must not share the bridge or the two cores.
+        (run,) = api.run_job([nodes[str(host["name"])]], "network", NETWORK)
+        rate = float(host["rate_mbit"]) / 1000
+        gbps = value(run, "network.tcp_throughput")["value"]
+        cases.append(Case(f"throughput {host['name']}", rate, gbps, "Gbit/s",
+                          0.95 * rate <= gbps <= 1.02 * rate))
+        if host.get("delay_ms"):
+            delay = float(host["delay_ms"])
+            rtt = value(run, "network.tcp_rtt")["value"]
+            cases.append(Case(f"tcp rtt {host['name']}", delay, rtt, "ms",
+                              abs(rtt - delay) <= max(0.5, 0.05 * delay)))
+    return cases
+
+
+def training_cases(api: Api, nodes: dict[str, int]) -> list[Case]:
+    rate_gbs = DDP_RATE_MBIT * 1e6 / 8 / 1e9
+    cases = []
+    for ranks in (2, 4):
+        runs = api.run_job([nodes[f"d{i}"] for i in range(1, ranks + 1)], "training", TRAINING)
+        busbw = value(runs[0], "training.allreduce_busbw_largest")["value"]
+        cases.append(Case(f"busbw {ranks} ranks", rate_gbs, busbw, "GB/s", busbw >= 0.9 * rate_gbs))
+        if ranks == 2:
+            step = value(runs[0], "training.step_time")
+            compute = value(runs[0], "training.compute_time")["value"]
+            model_bytes = step["metadata"]["model_params"] * 4
+            wire = 2 * (ranks - 1) / ranks * model_bytes / (rate_gbs * 1e9) * 1000  # ms
+            predicted = compute + wire
+            cases.append(Case("ddp step time 2 ranks (vs compute + bytes/rate)", predicted,
+                              step["value"], "ms", abs(step["value"] / predicted - 1) <= 0.15))
+    return cases
+
+
+def main() -> int:
+    if os.geteuid() != 0:
+        print("bench-accuracy needs root: the lab uses ip netns and tc", file=sys.stderr)
+        return 2
+    VAR.mkdir(parents=True, exist_ok=True)
+    platform = PlatformStack(VAR, "benchaccuracy")
+    spec = netlab.LabSpec.from_dict(SPEC)
+    lab = LabStack(netlab.NetLab(spec), VAR / "lab", 0, 0)
+    cases: list[Case] = []
+    try:
+        platform.start()
+        seed = json.loads(platform.manage("seed_demo", f"--provider={PROVIDER}=local_dc"))
+        lab.api_port = int(platform.api.rsplit(":", 1)[1])
+        lab.redis_port = platform.redis_port
+        lab.up()
+        provider = seed["providers"][PROVIDER]
+        lab.enrol_nodes(platform.api, lambda name, kind: (provider["id"], provider["token"]))
+        lab.register_references(platform.register_endpoint)
+        api = Api(platform.api, seed["buyer_token"])
+        nodes = {name: n.node_id for name, n in lab.nodes.items()}
+        say("network cases (one node at a time)")
+        cases += network_cases(api, nodes)
+        say("training cases (DDP across lab nodes, one rank each)")
+        cases += training_cases(api, nodes)
+    finally:
+        lab.down()
+        platform.stop()
+    for case in cases:
+        print(case.line())
+    passed = sum(c.ok for c in cases)
+    print(f"accuracy: {passed}/{len(cases)} cases within target")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "accuracy.json").write_text(json.dumps([c.__dict__ for c in cases], indent=2))
+    return 0 if passed == len(cases) and cases else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

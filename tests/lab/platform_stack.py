@@ -1,0 +1,108 @@
+"""The platform as real processes, for the demo, the lab and the benchmarks.
+
+A private Redis with per-node ACL users, a database made anew (PostgreSQL when it runs
+here, else SQLite), migrations, gunicorn, and the platform worker with its beat sweeper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+
+from tests.lab import procs
+
+REPO = procs.REPO
+
+
+def say(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def fresh_database_url(name: str, var: Path) -> str:
+    """DATABASE_URL when given; else database NAME made anew, so each run starts clean."""
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"]
+    if shutil.which("pg_isready") and subprocess.run(
+            ["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0:
+        pg = ["-h", "127.0.0.1", "-U", "postgres"]
+        subprocess.run(["dropdb", *pg, "--if-exists", "--force", name], check=True)
+        subprocess.run(["createdb", *pg, name], check=True)
+        return f"postgres://postgres@127.0.0.1:5432/{name}"
+    say("PostgreSQL is not running here: using an SQLite file instead")
+    return f"sqlite:///{var / (name + '.sqlite3')}"
+
+
+class PlatformStack:
+    def __init__(self, var: Path, database: str, state_file: Path | None = None) -> None:
+        self.var = var
+        self.database = database
+        self.logs = var / "logs"
+        self.started: list[procs.Proc] = []
+        self.state_file = state_file
+        self.env: dict[str, str] = {}
+        self.api = ""
+        self.redis_port = 0
+
+    def keep(self, proc: procs.Proc) -> procs.Proc:
+        self.started.append(proc)
+        if self.state_file is not None:
+            # What `benchctl lab down` kills after a crash.
+            self.state_file.write_text(json.dumps({"pids": [p.popen.pid for p in self.started]}))
+        return proc
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        return done.stdout
+
+    def register_endpoint(self, region: str, name: str, host: str, iperf3_port: int,
+                          echo_port: int, node_id: int | None) -> None:
+        """Declare a reference endpoint (LabStack calls this for each it starts)."""
+        self.manage("reference_endpoint", region, name, host, f"--iperf3-port={iperf3_port}",
+                    f"--echo-port={echo_port}", *([f"--node={node_id}"] if node_id is not None else []))
+
+    def start(self, extra_env: dict[str, str] | None = None) -> None:
+        self.env = {**os.environ, "DATABASE_URL": fresh_database_url(self.database, self.var),
+                    "PYTHONUNBUFFERED": "1", "SWEEP_INTERVAL_SECONDS": "5",
+                    "RUN_LEASE_SECONDS": "30", "NODE_VISIBILITY_TIMEOUT": "900",
+                    "PYTHONPATH": str(REPO), **(extra_env or {})}
+        redis = procs.start_private_redis(self.var / "redis", secrets.token_hex(16))
+        self.keep(redis.proc)
+        self.redis_port = redis.port
+        self.env |= {"REDIS_URL": redis.admin_url, "NODE_BROKER_ACL": "true"}
+        say(f"private Redis on port {redis.port}: password-protected, one ACL user per node")
+        web_port = procs.free_port()
+        self.api = f"http://127.0.0.1:{web_port}"
+        self.env["PUBLIC_API_URL"] = self.api
+        say("migrating the database")
+        self.manage("migrate", "--noinput")
+        self.keep(procs.start("web", [
+            sys.executable, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{web_port}",
+            "-w", "2", "--access-logfile", "-"], self.logs, self.env))
+        self.keep(procs.start("platform-worker", [
+            sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "-B",
+            "-Q", "platform", "-c", "1", "--loglevel", "INFO",
+            "-s", str(self.var / "celerybeat-schedule")], self.logs, self.env))
+        procs.wait_for(lambda: _up(f"{self.api}/api/v1/health"), 30, "the web server")
+        say(f"platform up at {self.api}")
+
+    def stop(self) -> None:
+        for proc in reversed(self.started):
+            proc.stop(timeout=5)
+        self.started.clear()
+
+
+def _up(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False

@@ -1,0 +1,36 @@
+"""The training readiness score: parts against targets, weighted, missing parts left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leaderboard.services.score import score
+
+
+def test_a_node_at_every_target_scores_100() -> None:
+    s = score({"network.tcp_throughput": 25, "network.tcp_rtt": 1, "training.allreduce_busbw": 3,
+               "training.comm_share": 0.1, "storage.randread_iops": 500_000,
+               "storage.checkpoint_write": 2, "training.dataloader_samples_per_s": 5000,
+               "training.gpu_util_mean": 95})
+    assert s.value == 100.0
+    assert set(s.parts.values()) == {1.0}
+
+
+def test_parts_scale_against_their_targets_and_missing_ones_are_left_out() -> None:
+    s = score({"network.tcp_throughput": 5.0, "network.tcp_rtt": 10.0})
+    assert s.parts["bandwidth"] == 0.5 and s.parts["latency"] == 0.5
+    assert s.parts["gpu_utilisation"] is None
+    assert s.value == 50.0
+
+
+def test_weights_are_configuration(settings: Any) -> None:
+    settings.SCORE_WEIGHTS = {"latency": 0.0}
+    assert score({"network.tcp_throughput": 5.0, "network.tcp_rtt": 10.0}).value == 50.0
+    settings.SCORE_WEIGHTS = {"bandwidth": 1.0, "latency": 3.0}
+    assert score({"network.tcp_throughput": 10.0, "network.tcp_rtt": 10.0}).value == pytest.approx(62.5)
+
+
+def test_no_figures_no_score() -> None:
+    assert score({}).value is None
