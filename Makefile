@@ -13,10 +13,12 @@ setup: tools venv
 tools:
 	@missing=""; \
 	for pair in iperf3:iperf3 fio:fio ping:iputils-ping ip:iproute2 tracepath:iputils-tracepath \
-	            traceroute:traceroute redis-server:redis-server pg_isready:postgresql-client; do \
+	            traceroute:traceroute redis-server:redis-server pg_isready:postgresql-client \
+	            chromium:chromium nice:coreutils; do \
 	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
+	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-wqy-zenhei"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; \

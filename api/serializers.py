@@ -11,7 +11,6 @@ from benchmarks.suites import PROFILES, SUITES, InvalidParams, resolve_params
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, Run, Sample
 from jobs.services import intake
-from leaderboard.models import LatestResult
 
 
 class EnrolmentTokenRequestSerializer(serializers.Serializer[Any]):
@@ -206,14 +205,99 @@ class BarrierStateSerializer(serializers.Serializer[Any]):
     broken = serializers.CharField(allow_blank=True)
 
 
-class LeaderboardEntrySerializer(serializers.ModelSerializer[LatestResult]):
-    rank = serializers.SerializerMethodField()
+class ScoreSerializer(serializers.Serializer[Any]):
+    value = serializers.FloatField(allow_null=True, help_text="0-100; see README for the formula")
+    parts = serializers.DictField(child=serializers.FloatField(allow_null=True))
+
+
+class FindingSerializer(serializers.Serializer[Any]):
+    code = serializers.CharField()
+    verdict = serializers.CharField()
+    advice = serializers.CharField()
+
+
+class LeaderboardEntrySerializer(serializers.Serializer[Any]):
+    rank = serializers.IntegerField()
     node = NodeSerializer()
+    gpu_model = serializers.CharField()
+    monthly_price_cny = serializers.IntegerField(allow_null=True)
+    metric = serializers.CharField()
+    value = serializers.FloatField()
+    unit = serializers.CharField()
+    n = serializers.IntegerField()
+    p5 = serializers.FloatField(allow_null=True)
+    p95 = serializers.FloatField(allow_null=True)
+    measured_at = serializers.DateTimeField()
+    stale = serializers.BooleanField()
+    score = ScoreSerializer()
+    price_per_score = serializers.FloatField(allow_null=True, help_text="CNY/month per score point")
+    price_per_throughput = serializers.FloatField(
+        allow_null=True, help_text="CNY/month per training sample/s")
+    diagnosis = FindingSerializer(many=True)
 
-    class Meta:
-        model = LatestResult
-        fields = ["rank", "node", "metric", "value", "unit", "n", "p5", "p95", "cv",
-                  "measured_at", "run"]
 
-    def get_rank(self, row: LatestResult) -> int:
-        return int(self.context["ranks"][row.pk])
+def entry_data(entry: Any) -> dict[str, Any]:
+    row = entry.row
+    return {
+        "rank": entry.rank, "node": NodeSerializer(row.node).data, "gpu_model": row.node.gpu_model,
+        "monthly_price_cny": row.node.monthly_price_cny, "metric": row.metric, "value": row.value,
+        "unit": row.unit, "n": row.n, "p5": row.p5, "p95": row.p95, "measured_at": row.measured_at,
+        "stale": entry.stale, "score": entry.score.as_dict(),
+        "price_per_score": entry.price_per_score, "price_per_throughput": entry.price_per_throughput,
+        "diagnosis": [f.__dict__ for f in entry.findings],
+    }
+
+
+class LeaderboardPageSerializer(serializers.Serializer[Any]):
+    metric = serializers.CharField()
+    profile = serializers.CharField(help_text="results are compared within this profile only")
+    next = serializers.URLField(allow_null=True)
+    results = LeaderboardEntrySerializer(many=True)
+
+
+class GroupSerializer(serializers.Serializer[Any]):
+    key = serializers.CharField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["province", "city", "provider"])
+    nodes = serializers.IntegerField()
+    median = serializers.FloatField()
+    p5 = serializers.FloatField()
+    p95 = serializers.FloatField()
+    provider_kind = serializers.CharField(allow_blank=True)
+
+
+class GroupPageSerializer(serializers.Serializer[Any]):
+    metric = serializers.CharField()
+    profile = serializers.CharField()
+    unit = serializers.CharField()
+    results = GroupSerializer(many=True)
+
+
+class HistoryPointSerializer(serializers.Serializer[Any]):
+    measured_at = serializers.DateTimeField()
+    value = serializers.FloatField()
+    unit = serializers.CharField()
+    p5 = serializers.FloatField(allow_null=True)
+    p95 = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    profile = serializers.CharField()
+    run = serializers.IntegerField()
+    peer = serializers.CharField(allow_null=True)
+
+
+class HistorySerializer(serializers.Serializer[Any]):
+    node = serializers.IntegerField()
+    metric = serializers.CharField()
+    results = HistoryPointSerializer(many=True)
+
+
+class NodeReportSerializer(serializers.Serializer[Any]):
+    node = serializers.IntegerField()
+    profile = serializers.CharField()
+    metrics = serializers.ListField(child=serializers.DictField())
+    score = ScoreSerializer()
+    diagnosis = FindingSerializer(many=True)
+
+
+class NodePriceSerializer(serializers.Serializer[Any]):
+    monthly_price_cny = serializers.IntegerField(min_value=0, max_value=100_000_000, allow_null=True)

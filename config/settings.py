@@ -83,6 +83,7 @@ MIDDLEWARE = [
     "api.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -124,6 +125,9 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"
+# Chosen by the browser's Accept-Language, or the switch on every page.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "Asia/Shanghai"
 USE_I18N = True
 USE_TZ = True
@@ -196,6 +200,15 @@ RESULT_MAX_BYTES = envint("RESULT_MAX_BYTES", 1_000_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RESULT_MAX_BYTES
 # The URL nodes use to reach this API (given to them at enrolment).
 PUBLIC_API_URL = env("PUBLIC_API_URL", "http://127.0.0.1:8000") or ""
+
+# --- Leaderboard ------------------------------------------------------------------------
+LEADERBOARD_STALE_DAYS = envint("LEADERBOARD_STALE_DAYS", 30)
+# Weights of the training readiness score's parts (leaderboard/services/score.py), e.g.
+# SCORE_WEIGHTS="bandwidth=3,latency=2,gpu_utilisation=0".
+SCORE_WEIGHTS = {
+    k.strip(): float(v) for k, _, v in
+    (item.partition("=") for item in (env("SCORE_WEIGHTS") or "").split(",") if item.strip())
+}
 
 LOGGING = {
     "version": 1,

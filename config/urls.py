@@ -6,6 +6,11 @@ from leaderboard import views as web
 
 urlpatterns = [
     path("", web.leaderboard_page, name="leaderboard-page"),
+    path("nodes/<int:node_id>/", web.node_page, name="node-page"),
+    path("providers/<int:provider_id>/", web.provider_page, name="provider-page"),
+    path("jobs/<int:job_id>/", web.job_page, name="job-page"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("admin/", admin.site.urls),

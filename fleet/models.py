@@ -100,6 +100,10 @@ class Node(models.Model):
     # The address other nodes reach it at (its iperf3 server, DDP rendezvous); optional.
     address = models.CharField(max_length=255, blank=True)
     iperf3_port = models.PositiveIntegerField(default=5201)
+    # What the provider charges for it, per month, for price-performance.
+    monthly_price_cny = models.PositiveIntegerField(null=True, blank=True)
+    # From the inventory it last reported: "none" on a host without an NVIDIA GPU.
+    gpu_model = models.CharField(max_length=128, blank=True, db_index=True)
 
     class Meta:
         constraints = [
@@ -108,6 +112,15 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider.name}/{self.name}"
+
+    @staticmethod
+    def gpu_model_of(inventory: dict[str, object]) -> str:
+        gpu = inventory.get("gpu")
+        if not isinstance(gpu, dict) or not gpu.get("available"):
+            return "none"
+        devices = gpu.get("devices") or []
+        names = sorted({str(d.get("name")) for d in devices if isinstance(d, dict)})
+        return ", ".join(names)[:128] or "unknown"
 
     @property
     def online(self) -> bool:

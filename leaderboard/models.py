@@ -11,6 +11,8 @@ from fleet.models import Node
 class LatestResult(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="latest_results")
     metric = models.CharField(max_length=64)
+    # Only figures measured the same way are ranked together.
+    profile = models.CharField(max_length=16, default="default")
     value = models.FloatField()
     unit = models.CharField(max_length=16)
     n = models.PositiveIntegerField(default=1)
@@ -21,6 +23,31 @@ class LatestResult(models.Model):
     measured_at = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "metric"],
-                                               name="one_latest_per_node_metric")]
-        indexes = [models.Index(fields=["metric", "value"])]
+        constraints = [models.UniqueConstraint(fields=["node", "metric", "profile"],
+                                               name="one_latest_per_node_metric_profile")]
+        indexes = [models.Index(fields=["metric", "profile", "value"])]
+
+
+class Certificate(models.Model):
+    """A signed statement that a node met a certification profile's thresholds."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="certificates")
+    profile = models.CharField(max_length=64)
+    profile_version = models.PositiveIntegerField(default=1)
+    tier = models.CharField(max_length=16)
+    document = models.JSONField()  # exactly what was signed
+    signature = models.CharField(max_length=128)  # Ed25519, base64
+    issued_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=255, blank=True)
+    run = models.ForeignKey("jobs.Run", null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["node", "expires_at"])]
+
+    @property
+    def valid(self) -> bool:
+        from django.utils import timezone
+
+        return self.revoked_at is None and self.expires_at > timezone.now()

@@ -1,27 +1,105 @@
-"""Server-rendered pages of the leaderboard."""
+"""Server-rendered pages: the leaderboard, a node, a provider, a job's live progress."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext as _
 
 from benchmarks import metrics
-from fleet.models import Region
-from leaderboard.services.ranking import DEFAULT_METRIC, Filters, UnknownMetric, ranked
+from fleet.models import Node, Provider, Region
+from jobs.models import BenchmarkJob
+from leaderboard import charts
+from leaderboard.models import LatestResult
+from leaderboard.services import diagnosis, score
+from leaderboard.services.ranking import (
+    DEFAULT_METRIC,
+    Filters,
+    UnknownMetric,
+    entries,
+    groups,
+    history,
+    node_values,
+    profile_for,
+    ranked,
+)
+
+# Metrics offered as sortable columns on the leaderboard (any metric can be picked above).
+COLUMN_METRICS = ["network.tcp_throughput", "network.tcp_rtt", "network.internode_throughput",
+                  "storage.randread_iops", "storage.checkpoint_write", "training.allreduce_busbw",
+                  "training.comm_share", "training.samples_per_s"]
+HISTORY_METRICS = ["network.tcp_throughput", "network.tcp_rtt", "storage.randread_iops",
+                   "training.allreduce_busbw", "training.step_time"]
 
 
 def leaderboard_page(request: HttpRequest) -> HttpResponse:
-    filters = Filters(metric=request.GET.get("metric", DEFAULT_METRIC),
-                      region=request.GET.get("region", ""),
-                      provider=request.GET.get("provider", ""))
+    filters = Filters.from_query(request.GET)
+    problem = ""
     try:
-        rows = list(ranked(filters)[:500])
-        problem = ""
+        rows, profile = ranked(filters)
+        board = entries(list(rows[:200]), profile)
+        region_groups = groups(filters, "region")[0]
     except UnknownMetric as exc:
-        rows, problem = [], str(exc)
+        board, region_groups, profile, problem = [], [], "", str(exc)
+    metric = metrics.METRICS.get(filters.metric)
+    values = node_values((e.row.node_id for e in board), profile) if board else {}
+    columns = [metrics.METRICS[m] for m in COLUMN_METRICS]
+    table = [{"entry": e, "cells": [values.get(e.row.node_id, {}).get(c.name) for c in columns]}
+             for e in board]
+    bars = [charts.Bar(g.name, g.median, g.p5, g.p95, f" ({g.nodes} {_('nodes')})")
+            for g in region_groups]
     return render(request, "leaderboard/leaderboard.html", {
-        "rows": rows, "filters": filters, "problem": problem,
-        "metric": metrics.METRICS.get(filters.metric),
+        "table": table, "columns": columns, "filters": filters, "profile": profile,
+        "problem": problem, "metric": metric,
         "metrics": sorted(metrics.METRICS.values(), key=lambda m: m.name),
         "regions": Region.objects.order_by("province", "city"),
+        "provinces": sorted(set(Region.objects.values_list("province", flat=True))),
+        "providers": Provider.objects.order_by("name"),
+        "gpu_models": sorted(set(Node.objects.exclude(gpu_model="").values_list("gpu_model", flat=True))),
+        "region_chart": charts.bar_chart(bars, metric.unit if metric else ""),
     }, status=400 if problem else 200)
+
+
+def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
+    node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
+    profile = request.GET.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
+    values = node_values([node.pk], profile).get(node.pk, {})
+    latest = LatestResult.objects.filter(node=node, profile=profile).order_by("metric")
+    histories = []
+    for name in HISTORY_METRICS:
+        points = history(node, name)
+        if points:
+            unit = metrics.METRICS[name].unit
+            histories.append({"metric": metrics.METRICS[name], "svg": charts.line_chart(
+                [p["value"] for p in points],
+                [p["measured_at"].strftime("%Y-%m-%d %H:%M") for p in points], unit)})
+    certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
+    return render(request, "leaderboard/node.html", {
+        "node": node, "profile": profile, "latest": latest, "histories": histories,
+        "score": score.score(values), "findings": diagnosis.diagnose(values),
+        "certificate": certificate, "labels": {m: metrics.METRICS[m].label for m in metrics.METRICS},
+    })
+
+
+def provider_page(request: HttpRequest, provider_id: int) -> HttpResponse:
+    provider = get_object_or_404(Provider, pk=provider_id)
+    filters = Filters(metric=request.GET.get("metric") or DEFAULT_METRIC, provider=provider.name)
+    try:
+        rows, profile = ranked(filters)
+    except UnknownMetric:
+        rows, profile = ranked(Filters(provider=provider.name))
+    board = entries(list(rows[:200]), profile)
+    nodes = provider.nodes.select_related("region").order_by("name")
+    return render(request, "leaderboard/provider.html", {
+        "provider": provider, "board": board, "nodes": nodes, "profile": profile,
+        "metric": metrics.METRICS[filters.metric]})
+
+
+@login_required
+def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(BenchmarkJob, pk=job_id, owner=request.user)
+    context: dict[str, Any] = {"job": job}
+    return render(request, "leaderboard/job.html", context)

@@ -1,34 +1,165 @@
-"""The shared leaderboard: nodes ranked on their latest value of one metric."""
+"""The shared leaderboard: nodes ranked like with like, region and provider views, history."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.errors import error
-from api.serializers import LeaderboardEntrySerializer
-from leaderboard.services.ranking import DEFAULT_METRIC, Filters, UnknownMetric, ranked
+from api.renderers import CSVRenderer
+from api.serializers import (
+    GroupPageSerializer,
+    HistorySerializer,
+    LeaderboardPageSerializer,
+    NodeReportSerializer,
+    entry_data,
+)
+from fleet.models import Node
+from leaderboard.models import LatestResult
+from leaderboard.services import diagnosis, score
+from leaderboard.services.ranking import (
+    DEFAULT_METRIC,
+    Filters,
+    UnknownMetric,
+    entries,
+    groups,
+    history,
+    metric_of,
+    node_values,
+    profile_for,
+    ranked,
+)
+
+FILTER_PARAMS = [
+    OpenApiParameter("metric", str, description=f"rank on this metric (default {DEFAULT_METRIC})"),
+    OpenApiParameter("region", str, description="province (zhejiang) or city code (hangzhou)"),
+    OpenApiParameter("provider", str), OpenApiParameter("provider_kind", str, enum=["local_dc", "cloud"]),
+    OpenApiParameter("gpu_model", str, description='"none" for hosts without an NVIDIA GPU'),
+    OpenApiParameter("profile", str, description="default: the profile with the most results"),
+    OpenApiParameter("certified", bool, description="only nodes with a valid certificate"),
+    OpenApiParameter("format", str, enum=["json", "csv"]),
+]
+PAGE_SIZE = 100
 
 
-def filters_from(request: Request) -> Filters:
-    q = request.query_params
-    return Filters(metric=q.get("metric", DEFAULT_METRIC), region=q.get("region", ""),
-                   provider=q.get("provider", ""))
+class LeaderboardBase(APIView):
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    def filters(self) -> Filters:
+        return Filters.from_query(self.request.query_params)
 
 
-class LeaderboardView(APIView):
-    @extend_schema(
-        parameters=[OpenApiParameter("metric", str, description=f"default {DEFAULT_METRIC}"),
-                    OpenApiParameter("region", str, description="province or city code"),
-                    OpenApiParameter("provider", str)],
-        responses={200: LeaderboardEntrySerializer(many=True)},
-    )
+def encode_cursor(rank: int, value: float, node_id: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps([rank, value, node_id]).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[int, float, int]:
+    try:
+        rank, value, node_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return int(rank), float(value), int(node_id)
+    except (ValueError, TypeError, binascii.Error):
+        raise ValueError("invalid cursor; use the `next` link of the previous page") from None
+
+
+def after(rows: QuerySet[LatestResult], higher_is_better: bool, value: float,
+          node_id: int) -> QuerySet[LatestResult]:
+    """Keyset pagination: the rows that come after (value, node_id) in ranking order."""
+    beyond = Q(value__lt=value) if higher_is_better else Q(value__gt=value)
+    return rows.filter(beyond | Q(value=value, node_id__gt=node_id))
+
+
+class LeaderboardView(LeaderboardBase):
+    @extend_schema(parameters=[*FILTER_PARAMS, OpenApiParameter("cursor", str)],
+                   responses={200: LeaderboardPageSerializer})
     def get(self, request: Request) -> Response:
+        filters = self.filters()
         try:
-            rows = list(ranked(filters_from(request))[:500])
+            rows, profile = ranked(filters)
+            first_rank = 1
+            if request.query_params.get("cursor"):
+                first_rank, value, node_id = decode_cursor(request.query_params["cursor"])
+                rows = after(rows, metric_of(filters.metric).higher_is_better, value, node_id)
         except UnknownMetric as exc:
             return error(str(exc), 400, {"metric": str(exc)})
-        ranks = {row.pk: i + 1 for i, row in enumerate(rows)}
-        return Response(LeaderboardEntrySerializer(rows, many=True, context={"ranks": ranks}).data)
+        except ValueError as exc:
+            return error(str(exc), 400, {"cursor": str(exc)})
+        page = list(rows[:PAGE_SIZE + 1])
+        more = len(page) > PAGE_SIZE
+        page = page[:PAGE_SIZE]
+        next_url = None
+        if more:
+            last = page[-1]
+            query = request.query_params.copy()
+            query["cursor"] = encode_cursor(first_rank + len(page), last.value, last.node_id)
+            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        results = [entry_data(e) for e in entries(page, profile, first_rank)]
+        return Response({"metric": filters.metric, "profile": profile, "next": next_url,
+                         "results": results})
+
+
+class GroupView(LeaderboardBase):
+    by = "region"
+
+    @extend_schema(parameters=FILTER_PARAMS, responses={200: GroupPageSerializer})
+    def get(self, request: Request) -> Response:
+        filters = self.filters()
+        try:
+            rows, profile = groups(filters, self.by)
+        except UnknownMetric as exc:
+            return error(str(exc), 400, {"metric": str(exc)})
+        return Response({"metric": filters.metric, "profile": profile, "unit":
+                         metric_of(filters.metric).unit, "results": [r.__dict__ for r in rows]})
+
+
+class RegionView(GroupView):
+    by = "region"
+
+
+class ProviderView(GroupView):
+    by = "provider"
+
+
+class NodeHistoryView(LeaderboardBase):
+    @extend_schema(parameters=[OpenApiParameter("metric", str), OpenApiParameter("format", str)],
+                   responses={200: HistorySerializer})
+    def get(self, request: Request, node_id: int) -> Response:
+        node = get_object_or_404(Node, pk=node_id)
+        metric = request.query_params.get("metric") or DEFAULT_METRIC
+        try:
+            points = history(node, metric)
+        except UnknownMetric as exc:
+            return error(str(exc), 400, {"metric": str(exc)})
+        return Response({"node": node.pk, "metric": metric, "results": points})
+
+
+class NodeReportView(APIView):
+    """A node's latest figures with the score, its parts and the diagnosis."""
+
+    @extend_schema(parameters=[OpenApiParameter("profile", str)],
+                   responses={200: NodeReportSerializer})
+    def get(self, request: Request, node_id: int) -> Response:
+        node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
+        profile = request.query_params.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
+        values = node_values([node.pk], profile).get(node.pk, {})
+        return Response(report_data(node, profile, values))
+
+
+def report_data(node: Node, profile: str, values: dict[str, float]) -> dict[str, Any]:
+    latest = LatestResult.objects.filter(node=node, profile=profile).order_by("metric")
+    return {
+        "node": node.pk, "profile": profile,
+        "metrics": [{"metric": r.metric, "value": r.value, "unit": r.unit, "p5": r.p5,
+                     "p95": r.p95, "n": r.n, "measured_at": r.measured_at} for r in latest],
+        "score": score.score(values).as_dict(),
+        "diagnosis": [f.__dict__ for f in diagnosis.diagnose(values)],
+    }

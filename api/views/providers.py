@@ -11,7 +11,12 @@ from rest_framework.views import APIView
 
 from api.errors import error
 from api.permissions import current_user
-from api.serializers import EnrolmentTokenRequestSerializer, EnrolmentTokenSerializer, NodeSerializer
+from api.serializers import (
+    EnrolmentTokenRequestSerializer,
+    EnrolmentTokenSerializer,
+    NodePriceSerializer,
+    NodeSerializer,
+)
 from fleet.models import Node, Provider, Region
 from fleet.services import enrolment, revocation
 
@@ -42,4 +47,17 @@ class NodeRevokeView(APIView):
         node = get_object_or_404(Node, pk=node_id, provider__owners=current_user(request))
         revocation.revoke(node, reason=str(request.data.get("reason", "")) or "revoked by provider")
         node.refresh_from_db()
+        return Response(NodeSerializer(node).data)
+
+
+class NodePriceView(APIView):
+    """The node's provider states its monthly price, for price-performance."""
+
+    @extend_schema(request=NodePriceSerializer, responses={200: NodeSerializer})
+    def post(self, request: Request, node_id: int) -> Response:
+        node = get_object_or_404(Node, pk=node_id, provider__owners=current_user(request))
+        body = NodePriceSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        node.monthly_price_cny = body.validated_data["monthly_price_cny"]
+        node.save(update_fields=["monthly_price_cny"])
         return Response(NodeSerializer(node).data)

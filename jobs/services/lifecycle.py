@@ -142,7 +142,8 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
         if succeeded:
             record_latest(run, stored)
         if inventory:
-            Node.objects.filter(pk=node.pk).update(inventory=inventory)
+            Node.objects.filter(pk=node.pk).update(inventory=inventory,
+                                                    gpu_model=Node.gpu_model_of(inventory))
     return True
 
 

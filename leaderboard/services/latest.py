@@ -29,7 +29,7 @@ def record_latest(run: Run, samples: Iterable[Sample]) -> None:
     measured_at = run.finished_at
     for sample in worst_per_metric(samples):
         LatestResult.objects.update_or_create(
-            node_id=run.node_id, metric=sample.metric,
+            node_id=run.node_id, metric=sample.metric, profile=run.job.profile,
             defaults={"value": sample.value, "unit": sample.unit, "n": sample.n,
                       "p5": sample.p5, "p95": sample.p95, "cv": sample.cv, "run": run,
                       "measured_at": measured_at},

@@ -1,58 +1,117 @@
-"""Nodes ranked on their latest value of a metric, in the API and on the web page."""
+"""Nodes ranked like with like, in the API (JSON and CSV) and on the web page."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from jobs.services import lifecycle, submission
-
-
-def measured(buyer: Any, enrolled: Any, gbps: float) -> None:
-    job, _ = submission.submit(buyer.user, [enrolled.node.pk], "network")
-    claim = lifecycle.claim(enrolled.node, job.runs.get().pk)
-    sample = {"metric": "network.tcp_throughput", "value": gbps, "unit": "Gbit/s", "n": 3,
-              "p5": gbps * 0.9, "p95": gbps * 1.1, "min": None, "max": None, "cv": 0.02,
-              "metadata": {}}
-    lifecycle.finish(enrolled.node, claim.run.pk, claim.attempt.id, True, [sample], "", {})
+from leaderboard.models import LatestResult
+from tests.fixtures import measured
 
 
 @pytest.fixture
-def board(buyer: Any, enrol_node: Any, shenzhen: Any) -> None:
+def nodes(buyer: Any, enrol_node: Any, shenzhen: Any) -> dict[str, Any]:
     hz1, hz2, sz1 = enrol_node("hz-1"), enrol_node("hz-2"), enrol_node("sz-1", region=shenzhen)
     measured(buyer, hz1, 5.0)
     measured(buyer, hz2, 9.0)
     measured(buyer, sz1, 7.0)
     measured(buyer, hz1, 1.0)  # hz-1's latest result replaces its earlier one
+    return {"hz-1": hz1, "hz-2": hz2, "sz-1": sz1}
 
 
-def names(rows: list[dict[str, Any]]) -> list[str]:
-    return [row["node"]["name"] for row in rows]
+def names(page: dict[str, Any]) -> list[str]:
+    return [row["node"]["name"] for row in page["results"]]
 
 
-def test_nodes_are_ranked_best_first_on_their_latest_value(board: None, buyer: Any) -> None:
-    rows = buyer.client().get("/api/v1/leaderboard?metric=network.tcp_throughput").json()
-    assert names(rows) == ["hz-2", "sz-1", "hz-1"]
-    assert [r["rank"] for r in rows] == [1, 2, 3]
-    assert rows[2]["value"] == 1.0
-    assert rows[0]["node"]["provider"] == "West Lake DC"
+def test_nodes_are_ranked_best_first_on_their_latest_value(nodes: Any, buyer: Any) -> None:
+    page = buyer.client().get("/api/v1/leaderboard?metric=network.tcp_throughput").json()
+    assert names(page) == ["hz-2", "sz-1", "hz-1"]
+    assert [r["rank"] for r in page["results"]] == [1, 2, 3]
+    assert page["results"][2]["value"] == 1.0 and page["profile"] == "default"
+    assert page["results"][0]["node"]["provider"] == "West Lake DC"
 
 
-def test_a_region_filter_takes_a_province_or_a_city(board: None, buyer: Any) -> None:
+def test_only_like_is_compared_with_like(nodes: Any, buyer: Any) -> None:
+    measured(buyer, nodes["sz-1"], 50.0, profile="quick")
+    client = buyer.client()
+    assert names(client.get("/api/v1/leaderboard?profile=default").json()) == ["hz-2", "sz-1", "hz-1"]
+    assert names(client.get("/api/v1/leaderboard?profile=quick").json()) == ["sz-1"]
+
+
+def test_a_region_filter_takes_a_province_or_a_city(nodes: Any, buyer: Any) -> None:
     client = buyer.client()
     assert names(client.get("/api/v1/leaderboard?region=zhejiang").json()) == ["hz-2", "hz-1"]
     assert names(client.get("/api/v1/leaderboard?region=shenzhen").json()) == ["sz-1"]
+    assert names(client.get("/api/v1/leaderboard?provider_kind=cloud").json()) == []
+    assert names(client.get("/api/v1/leaderboard?gpu_model=none").json()) == []
 
 
-def test_an_unknown_metric_is_a_400(board: None, buyer: Any) -> None:
+def test_old_results_are_marked_stale(nodes: Any, buyer: Any, settings: Any) -> None:
+    LatestResult.objects.filter(node=nodes["hz-2"].node).update(
+        measured_at=timezone.now() - timedelta(days=settings.LEADERBOARD_STALE_DAYS + 1))
+    rows = buyer.client().get("/api/v1/leaderboard").json()["results"]
+    assert {r["node"]["name"]: r["stale"] for r in rows} == {"hz-2": True, "sz-1": False, "hz-1": False}
+
+
+def test_pages_follow_a_cursor_without_gaps_or_repeats(nodes: Any, buyer: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr("api.views.leaderboard.PAGE_SIZE", 2)
+    client = buyer.client()
+    first = client.get("/api/v1/leaderboard").json()
+    second = client.get(first["next"]).json()
+    assert names(first) + names(second) == ["hz-2", "sz-1", "hz-1"]
+    assert [r["rank"] for r in second["results"]] == [3] and second["next"] is None
+    assert client.get("/api/v1/leaderboard?cursor=garbage").status_code == 400
+
+
+def test_csv_export_has_a_header_and_a_row_per_node(nodes: Any, buyer: Any) -> None:
+    response = buyer.client().get("/api/v1/leaderboard?format=csv")
+    assert response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode("utf-8-sig").strip().splitlines()
+    assert lines[0].startswith("rank,node.id,node.name")
+    assert len(lines) == 4 and ",hz-2," in lines[1]
+
+
+def test_region_and_provider_views_give_median_spread_and_node_count(nodes: Any, buyer: Any) -> None:
+    regions = buyer.client().get("/api/v1/leaderboard/regions").json()["results"]
+    zhejiang = next(g for g in regions if g["kind"] == "province" and g["key"] == "zhejiang")
+    assert (zhejiang["nodes"], zhejiang["median"]) == (2, 5.0)
+    providers = buyer.client().get("/api/v1/leaderboard/providers").json()["results"]
+    assert [(p["name"], p["nodes"], p["provider_kind"]) for p in providers] == [
+        ("West Lake DC", 3, "local_dc")]
+
+
+def test_history_lists_every_measurement_oldest_first(nodes: Any, buyer: Any) -> None:
+    node_id = nodes["hz-1"].node.pk
+    points = buyer.client().get(f"/api/v1/nodes/{node_id}/history?metric=network.tcp_throughput").json()
+    assert [p["value"] for p in points["results"]] == [5.0, 1.0]
+
+
+def test_price_performance_uses_the_providers_price(nodes: Any, buyer: Any,
+                                                    provider_owner: Any) -> None:
+    hz2 = nodes["hz-2"]
+    measured(buyer, hz2, 9.0, extra={"training.samples_per_s": 500.0})
+    response = provider_owner.client().post(f"/api/v1/nodes/{hz2.node.pk}/price",
+                                            {"monthly_price_cny": 20000}, format="json")
+    assert response.status_code == 200
+    assert buyer.client().post(f"/api/v1/nodes/{hz2.node.pk}/price", {"monthly_price_cny": 1},
+                               format="json").status_code == 404
+    row = buyer.client().get("/api/v1/leaderboard").json()["results"][0]
+    assert row["monthly_price_cny"] == 20000
+    assert row["price_per_throughput"] == 40.0
+    assert row["price_per_score"] == pytest.approx(20000 / row["score"]["value"], rel=1e-3)
+
+
+def test_an_unknown_metric_is_a_400(nodes: Any, buyer: Any) -> None:
     response = buyer.client().get("/api/v1/leaderboard?metric=gpu.vibes")
     assert response.status_code == 400
     assert "metric" in response.json()["errors"]
 
 
-def test_the_web_page_shows_the_same_ranking(board: None) -> None:
+def test_the_web_page_shows_the_same_ranking(nodes: Any) -> None:
     html = Client().get("/?metric=network.tcp_throughput").content.decode()
     assert html.index("hz-2") < html.index("sz-1") < html.index("hz-1")
-    assert "Guangdong / Shenzhen" in html
+    assert "Guangdong" in html

@@ -1,0 +1,86 @@
+"""What bounds training on a node, from its numbers, with the advice that fits.
+
+Each rule is a small function of the node's latest values (metric -> value) that returns a
+finding or None. Thresholds are the field's rules of thumb, also used by certification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+Values = Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    verdict: str
+    advice: str
+
+
+def communication_bound(v: Values) -> Finding | None:
+    util, comm = v.get("training.gpu_util_mean"), v.get("training.comm_share")
+    if comm is None or comm <= 0.30:
+        return None
+    if util is not None and util >= 80:
+        return None
+    return Finding("communication-bound",
+                   f"communication takes {comm:.0%} of each step"
+                   + (f" and the GPU is busy only {util:.0f}%" if util is not None else ""),
+                   "accumulate gradients over more micro-batches (DDP no_sync) to all-reduce "
+                   "less often, or choose nodes with faster interconnect")
+
+
+def input_bound(v: Values) -> Finding | None:
+    gain = v.get("training.dataloader_gain")
+    if gain is None or gain < 1.5:
+        return None
+    return Finding("input-bound",
+                   f"more DataLoader workers read {gain:.1f}x faster than one process",
+                   "raise num_workers and prefetch_factor; pack small files into shards; "
+                   "cache hot data on tmpfs or local NVMe")
+
+
+def small_files(v: Values) -> Finding | None:
+    small, packed = v.get("storage.smallfile_read"), v.get("storage.packedfile_read")
+    if small is None or packed is None or packed < 2 * small:
+        return None
+    return Finding("small-files", f"many small files read {packed / small:.1f}x slower than "
+                   "the same data packed", "pack samples into larger shards (tar/WebDataset, "
+                   "LMDB) or cache them on tmpfs")
+
+
+def far_from_region(v: Values) -> Finding | None:
+    rtt = v.get("network.tcp_rtt", v.get("network.icmp_rtt_avg"))
+    if rtt is None or rtt <= 10:
+        return None
+    return Finding("high-latency", f"{rtt:.1f} ms to its region's reference endpoint",
+                   "pick a data centre closer to your data and your other nodes")
+
+
+def slow_interconnect(v: Values) -> Finding | None:
+    gbps = v.get("network.internode_throughput", v.get("network.tcp_throughput"))
+    if gbps is None or gbps >= 10:
+        return None
+    return Finding("slow-network", f"{gbps:.2f} Gbit/s, under the 10 Gbit/s multi-node "
+                   "training needs", "keep training on one node, or ask for 25/100 GbE or RDMA")
+
+
+def slow_checkpoints(v: Values) -> Finding | None:
+    gbs = v.get("storage.checkpoint_write")
+    if gbs is None or gbs >= 0.5:
+        return None
+    return Finding("slow-checkpoints", f"checkpoints write at {gbs:.2f} GB/s",
+                   "write checkpoints to local NVMe and copy them off asynchronously, or "
+                   "checkpoint less often")
+
+
+RULES: list[Callable[[Values], Finding | None]] = [
+    communication_bound, input_bound, small_files, far_from_region, slow_interconnect,
+    slow_checkpoints,
+]
+
+
+def diagnose(values: Values) -> list[Finding]:
+    return [f for rule in RULES if (f := rule(values)) is not None]

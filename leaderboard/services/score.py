@@ -1,0 +1,85 @@
+"""The composite "training readiness" score: 0-100, from the metrics that decide how fast
+distributed training runs on a node.
+
+Each part scores 0..1 against a target from the field's rules of thumb (1 = at or past the
+target), and the score is the weighted mean of the parts the node has, times 100. Weights
+are configuration (settings.SCORE_WEIGHTS); a part the node has no figure for is left out
+and shown as missing, so the score says how much of it was measured.
+
+    part = min(1, value / target)        when higher is better
+    part = min(1, target / value)        when lower is better
+    score = 100 * sum(w_i * part_i) / sum(w_i)   over the parts present
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    metrics: tuple[str, ...]  # the first one present is used
+    target: float
+    higher_is_better: bool
+    why: str
+
+
+PARTS = [
+    Part("bandwidth", ("network.internode_throughput", "network.tcp_throughput"), 10.0, True,
+         "10 Gbit/s between nodes for distributed training"),
+    Part("latency", ("network.internode_rtt", "network.tcp_rtt", "network.icmp_rtt_avg"), 5.0,
+         False, "RTT under 5 ms is good; over 10 ms needs a better path"),
+    Part("busbw", ("training.allreduce_busbw",), 1.25, True,
+         "all-reduce bus bandwidth at 10 Gbit/s line rate (1.25 GB/s)"),
+    Part("comm_share", ("training.comm_share",), 0.30, False,
+         "communication over 30% of step time is common and costly"),
+    Part("iops", ("storage.randread_iops",), 100_000.0, True, "4k random read IOPS of local NVMe"),
+    Part("checkpoint", ("storage.checkpoint_write",), 1.0, True, "checkpoint writes at 1 GB/s"),
+    Part("data_loading", ("training.dataloader_samples_per_s",), 2_000.0, True,
+         "an input pipeline that keeps a GPU fed (2,000 samples/s)"),
+    Part("gpu_utilisation", ("training.gpu_util_mean",), 80.0, True,
+         "GPU busy at least 80% of the training window"),
+]
+
+DEFAULT_WEIGHTS = {"bandwidth": 3.0, "latency": 2.0, "busbw": 3.0, "comm_share": 2.0,
+                   "iops": 1.0, "checkpoint": 1.0, "data_loading": 1.0, "gpu_utilisation": 2.0}
+
+
+def weights() -> dict[str, float]:
+    return {**DEFAULT_WEIGHTS, **getattr(settings, "SCORE_WEIGHTS", {})}
+
+
+@dataclass(frozen=True)
+class Score:
+    value: float | None
+    parts: dict[str, float | None]  # part -> 0..1, None when not measured
+
+    def as_dict(self) -> dict[str, object]:
+        return {"value": self.value, "parts": self.parts}
+
+
+def part_score(part: Part, value: float) -> float:
+    if part.higher_is_better:
+        return min(1.0, max(0.0, value / part.target))
+    return 1.0 if value <= 0 else min(1.0, part.target / value)
+
+
+def score(values: Mapping[str, float]) -> Score:
+    """The score of one node from its latest value per metric."""
+    w = weights()
+    parts: dict[str, float | None] = {}
+    total = weight = 0.0
+    for part in PARTS:
+        metric = next((m for m in part.metrics if m in values), None)
+        if metric is None or w.get(part.name, 0) <= 0:
+            parts[part.name] = None
+            continue
+        s = part_score(part, values[metric])
+        parts[part.name] = round(s, 4)
+        total += w[part.name] * s
+        weight += w[part.name]
+    return Score(round(100 * total / weight, 1) if weight else None, parts)
