@@ -31,7 +31,7 @@ VAR = REPO / "var" / "accuracy"
 RESULTS = REPO / "bench" / "results"
 PROVIDER = "Lab Provider"
 DDP_RATE_MBIT = 500
-SPEC = {"name": "acc", "hosts": [
+SPEC: dict[str, Any] = {"name": "acc", "hosts": [
     {"name": "t100", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": 100, "delay_ms": 5},
     {"name": "t500", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": 500, "delay_ms": 20},
     {"name": "t2000", "region": "hangzhou", "provider": PROVIDER, "rate_mbit": 2000},
