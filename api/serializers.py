@@ -301,3 +301,46 @@ class NodeReportSerializer(serializers.Serializer[Any]):
 
 class NodePriceSerializer(serializers.Serializer[Any]):
     monthly_price_cny = serializers.IntegerField(min_value=0, max_value=100_000_000, allow_null=True)
+
+
+class CertificationProfileSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    suite = serializers.CharField()
+    description = serializers.CharField()
+    criteria = serializers.ListField(child=serializers.DictField())
+
+
+class CertificationSubmitSerializer(serializers.Serializer[Any]):
+    profile = serializers.CharField(max_length=64)
+    peers = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False,
+                                  default=list, max_length=63,
+                                  help_text="other nodes of the provider, for multi-node profiles")
+
+
+class CertificationRequestSerializer(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    node = serializers.IntegerField(source="node_id")
+    profile = serializers.CharField(source="profile.name")
+    profile_version = serializers.IntegerField(source="profile.version")
+    status = serializers.CharField()
+    job = serializers.IntegerField(source="job_id")
+    outcome = serializers.DictField()
+    certificate = serializers.IntegerField(source="certificate_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class CertificateSerializer(serializers.Serializer[Any]):
+    document = serializers.DictField(help_text="what was signed (canonical JSON)")
+    signature = serializers.CharField(help_text="Ed25519 over the canonical JSON, base64")
+    status = serializers.ChoiceField(choices=["valid", "expired", "revoked"])
+    revoked_reason = serializers.CharField(allow_blank=True)
+
+
+def certificate_data(cert: Any) -> dict[str, Any]:
+    if cert.revoked_at is not None:
+        state = "revoked"
+    else:
+        state = "valid" if cert.valid else "expired"
+    return {"document": cert.document, "signature": cert.signature, "status": state,
+            "revoked_reason": cert.revoked_reason}

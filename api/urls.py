@@ -1,7 +1,16 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from api.views import benchmarks, enrolment, health, leaderboard, node_agent, nodes, providers
+from api.views import (
+    benchmarks,
+    certification,
+    enrolment,
+    health,
+    leaderboard,
+    node_agent,
+    nodes,
+    providers,
+)
 
 router = SimpleRouter(trailing_slash=False)
 router.register("benchmarks", benchmarks.BenchmarkViewSet, basename="benchmark")
@@ -12,6 +21,13 @@ urlpatterns = [
          name="enrolment-tokens"),
     path("nodes/<int:node_id>/revoke", providers.NodeRevokeView.as_view(), name="node-revoke"),
     path("enrol", enrolment.EnrolView.as_view(), name="enrol"),
+    path("certification-profiles", certification.ProfileListView.as_view(), name="cert-profiles"),
+    path("nodes/<int:node_id>/certifications", certification.NodeCertificationView.as_view(),
+         name="node-certifications"),
+    path("certificates/public-key", certification.PublicKeyView.as_view(), name="cert-public-key"),
+    path("certificates/<int:cert_id>", certification.CertificateView.as_view(), name="certificate"),
+    path("certificates/<int:cert_id>/revoke", certification.RevokeView.as_view(),
+         name="certificate-revoke"),
     path("leaderboard", leaderboard.LeaderboardView.as_view(), name="leaderboard"),
     path("leaderboard/regions", leaderboard.RegionView.as_view(), name="leaderboard-regions"),
     path("leaderboard/providers", leaderboard.ProviderView.as_view(), name="leaderboard-providers"),

@@ -46,6 +46,8 @@ PARAMS: dict[str, Param] = {
     "noop_seconds": Param(0, 0, 600, integer=False, help="how long the no-op probe sleeps"),
     "noop_command_seconds": Param(0, 0, 3600, integer=False,
                                   help="the no-op probe runs `sleep N` (tests of time limits)"),
+    "seed": Param(0, 0, 2**31 - 1, help="random seed of the probes' data (chosen by the platform "
+                  "for certification runs)"),
     "probe_time_limit": Param(1800, 5, 7200, help="seconds a probe may run before it is killed"),
     "barrier_timeout": Param(300, 5, 3600,
                              help="multi-node: seconds to wait for the other nodes at each step"),

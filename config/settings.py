@@ -210,6 +210,17 @@ SCORE_WEIGHTS = {
     (item.partition("=") for item in (env("SCORE_WEIGHTS") or "").split(",") if item.strip())
 }
 
+# --- Certification ----------------------------------------------------------------------
+CERT_SIGNING_KEY_FILE = env("CERT_SIGNING_KEY_FILE") or str(BASE_DIR / "var" / "cert-signing-key.pem")
+CERT_VALID_DAYS = envint("CERT_VALID_DAYS", 30)
+CERT_RENEW_DAYS_BEFORE = envint("CERT_RENEW_DAYS_BEFORE", 5)
+# The job profile of certification runs ("default": the field's usual durations).
+CERTIFICATION_JOB_PROFILE = env("CERTIFICATION_JOB_PROFILE", "default") or "default"
+# Host and reference figures further apart than this fail a reference-verified criterion.
+CERT_REFERENCE_TOLERANCE = 0.10
+CELERY_BEAT_SCHEDULE["renew-certificates"] = {"task": "leaderboard.renew_certificates",
+                                              "schedule": 3600.0}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -30,6 +30,9 @@ class ReferenceEndpoint(models.Model):
     host = models.CharField(max_length=255)
     iperf3_port = models.PositiveIntegerField(default=5201)
     echo_port = models.PositiveIntegerField(null=True, blank=True)
+    # Where the platform reads this endpoint's own iperf3 log (iperf3 -s -J --logfile), to
+    # check what hosts report against what the reference measured; empty: not readable.
+    report_log = models.CharField(max_length=500, blank=True)
     node = models.ForeignKey("Node", null=True, blank=True, on_delete=models.CASCADE,
                              related_name="dedicated_endpoints")
 

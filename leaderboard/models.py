@@ -51,3 +51,35 @@ class Certificate(models.Model):
         from django.utils import timezone
 
         return self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class CertificationProfile(models.Model):
+    """A published set of thresholds (loaded from leaderboard/certification/profiles.yaml)."""
+
+    name = models.SlugField()
+    version = models.PositiveIntegerField()
+    suite = models.CharField(max_length=32)
+    description = models.TextField(blank=True)
+    criteria = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="one_profile_version")]
+
+
+class CertificationRequest(models.Model):
+    """A certification run the platform scheduled, with parameters it chose."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        CERTIFIED = "certified"
+        FAILED = "failed"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="certification_requests")
+    profile = models.ForeignKey(CertificationProfile, on_delete=models.PROTECT)
+    job = models.OneToOneField("jobs.BenchmarkJob", on_delete=models.CASCADE,
+                               related_name="certification")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    outcome = models.JSONField(default=dict, blank=True)  # criteria with values and margins
+    created_at = models.DateTimeField(auto_now_add=True)
+    certificate = models.OneToOneField("Certificate", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="request")

@@ -58,9 +58,15 @@ def echo_port(run_dir: Path) -> Iterator[int]:
 
 
 @pytest.fixture(scope="session")
-def iperf3_port(run_dir: Path) -> Iterator[int]:
+def iperf3_log(run_dir: Path) -> Path:
+    """The reference iperf3 server's own JSON log (iperf3 -s -J --logfile)."""
+    return run_dir / "reference-iperf3.json"
+
+
+@pytest.fixture(scope="session")
+def iperf3_port(run_dir: Path, iperf3_log: Path) -> Iterator[int]:
     port = procs.free_port()
-    server = procs.start_iperf3_server(port, run_dir)
+    server = procs.start_iperf3_server(port, run_dir, report_log=iperf3_log)
     yield port
     server.stop()
 

@@ -43,6 +43,43 @@ def cmd_echo_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Signature and expiry offline; revocation too when the issuer can be reached."""
+    import json
+
+    import requests
+
+    from workers import certificate
+
+    try:
+        cert = json.loads(Path(args.certificate).read_text())
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read {args.certificate}: {exc}") from None
+    issuer = args.url or str((cert.get("document") or {}).get("issuer", {}).get("url", ""))
+    pem: bytes | None = Path(args.public_key).read_bytes() if args.public_key else None
+    revoked = None
+    if issuer and not args.offline:
+        try:
+            if pem is None:
+                pem = requests.get(f"{issuer}/api/v1/certificates/public-key",
+                                   timeout=10).json()["public_key_pem"].encode()
+            cert_id = cert["document"].get("id")
+            status = requests.get(f"{issuer}/api/v1/certificates/{cert_id}", timeout=10).json()
+            revoked = status.get("status") == "revoked"
+        except (requests.RequestException, ValueError, KeyError):
+            revoked = None  # offline: say so below
+    if pem is None:
+        raise CliError("the issuer cannot be reached: give the platform's public key with "
+                       "--public-key FILE (from /api/v1/certificates/public-key)")
+    try:
+        key = certificate.load_public_key(pem)
+    except ValueError as exc:
+        raise CliError(f"bad public key: {exc}") from None
+    verdict = certificate.verify(cert, key, revoked=revoked)
+    print(verdict.line())
+    return 0 if verdict.valid else 1
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     # The lab is a development tool that lives with the tests: only in a repo checkout.
     from tests.lab import cli as lab
@@ -74,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run the node worker in the foreground")
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=cmd_worker)
+    verify = sub.add_parser("verify", help="check a certificate: signature, expiry, revocation")
+    verify.add_argument("certificate", help="the certificate's JSON file")
+    verify.add_argument("--public-key", help="the platform's public key (PEM) for offline checks")
+    verify.add_argument("--url", help="the platform to ask about revocation (default: the issuer)")
+    verify.add_argument("--offline", action="store_true", help="do not contact the platform")
+    verify.set_defaults(func=cmd_verify)
+
     lab = sub.add_parser("lab", help="the emulated multi-host network (root; repo checkout)")
     lab_sub = lab.add_subparsers(dest="lab_command", required=True)
     lab_up = lab_sub.add_parser("up", help="build a lab from a spec and run it until Ctrl-C")

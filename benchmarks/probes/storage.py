@@ -207,7 +207,9 @@ class StorageProbe(Probe):
                 f"--filename_format={FIO_FILENAME_FORMAT}", f"--rw={rw}", f"--bs={bs}",
                 f"--numjobs={int(self.param('fio_numjobs'))}", f"--size={self._fio_job_mib()}m",
                 f"--runtime={runtime}", "--time_based", "--group_reporting",
-                f"--ioengine={FIO_IOENGINE}", "--output-format=json"]
+                f"--ioengine={FIO_IOENGINE}", "--output-format=json",
+                # The platform's seed: offsets a host cannot know before the run.
+                f"--randseed={int(self.ctx.params.get('seed', 0))}"]
         if rw == "write":
             # Without it buffered (fallback) writes would be timed into the page cache.
             argv.append("--end_fsync=1")
@@ -238,7 +240,7 @@ class StorageProbe(Probe):
     def _checkpoint_samples(self, directory: Path, meta: dict[str, Any], reps: int,
                             progress: _Progress) -> list[Sample]:
         import torch
-        state = make_state_dict(int(self.param("checkpoint_mib")))
+        state = make_state_dict(int(self.param("checkpoint_mib")), int(self.ctx.params.get("seed", 0)))
         path = directory / "checkpoint.pt"
         writes: list[float] = []
         reads: list[float] = []
@@ -400,10 +402,10 @@ def write_dataset(root: Path, count: int, record: int, packed: Path | None,
     return paths
 
 
-def make_state_dict(mib: int) -> dict[str, Any]:
+def make_state_dict(mib: int, seed: int = 0) -> dict[str, Any]:
     """Random float32 tensors totalling ``mib`` MiB, in shards like a model's layers."""
     import torch
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(seed)
     state: dict[str, Any] = {}
     remaining = mib * MIB
     index = 0

@@ -79,6 +79,7 @@ class TrainingProbe(Probe):
             "nvml_period_s": self.param("nvml_period_ms") / 1000.0,
             "dataloader_samples": int(self.param("dataloader_samples")),
             "timeout_s": self.param("training_timeout"),
+            "seed": int(self.ctx.params.get("seed", 0)),
         }
         if self.ctx.multi_node and self.ctx.rendezvous:
             config |= {"nnodes": int(self.ctx.rendezvous["nnodes"]), "node_rank": self.ctx.node_rank,
@@ -313,7 +314,7 @@ def measure_ddp(rank: int, world_size: int, device: Any, config: dict[str, Any],
 
     from benchmarks.nvml import NvmlSampler
 
-    torch.manual_seed(rank)
+    torch.manual_seed(int(config.get("seed", 0)) + rank)
     cuda = device.type == "cuda"
     model, width, layers = build_mlp(int(config["model_mib"]))
     model = model.to(device)

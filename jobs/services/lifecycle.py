@@ -20,6 +20,7 @@ from benchmarks.suites import SUITES, resolve_params
 from fleet.models import Node, ReferenceEndpoint
 from jobs.models import Attempt, BenchmarkJob, Run, Sample
 from jobs.services import coordination
+from leaderboard.services.certification import on_job_finished
 from leaderboard.services.latest import record_latest
 
 log = logging.getLogger(__name__)
@@ -141,6 +142,8 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
         attempt.save(update_fields=["finished_at", "outcome"])
         if succeeded:
             record_latest(run, stored)
+        # A certification run is judged once its job's runs have all finished.
+        transaction.on_commit(lambda: on_job_finished(run.job_id))
         if inventory:
             Node.objects.filter(pk=node.pk).update(inventory=inventory,
                                                     gpu_model=Node.gpu_model_of(inventory))

@@ -118,10 +118,11 @@ class Demo:
         node_ids = []
         for region, name, provider, _ in LOOPBACK_NODES:
             iperf3_port, echo_port = procs.free_port(), procs.free_port()
-            self.keep(procs.start_iperf3_server(iperf3_port, self.logs))
+            report_log = self.logs / f"reference-{region}-iperf3.json"
+            self.keep(procs.start_iperf3_server(iperf3_port, self.logs, report_log=report_log))
             self.keep(procs.start_echo_server(echo_port, self.logs))
-            self.manage("reference_endpoint", region, "ref1", "127.0.0.1",
-                        f"--iperf3-port={iperf3_port}", f"--echo-port={echo_port}")
+            self.platform.register_endpoint(region, "ref1", "127.0.0.1", iperf3_port, echo_port,
+                                            None, str(report_log))
             node_ids.append(self.enrol(api, seed["providers"][provider], region, name))
         return node_ids
 

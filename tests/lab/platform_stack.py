@@ -65,10 +65,11 @@ class PlatformStack:
         return done.stdout
 
     def register_endpoint(self, region: str, name: str, host: str, iperf3_port: int,
-                          echo_port: int, node_id: int | None) -> None:
+                          echo_port: int, node_id: int | None, report_log: str = "") -> None:
         """Declare a reference endpoint (LabStack calls this for each it starts)."""
         self.manage("reference_endpoint", region, name, host, f"--iperf3-port={iperf3_port}",
-                    f"--echo-port={echo_port}", *([f"--node={node_id}"] if node_id is not None else []))
+                    f"--echo-port={echo_port}", f"--report-log={report_log}",
+                    *([f"--node={node_id}"] if node_id is not None else []))
 
     def start(self, extra_env: dict[str, str] | None = None) -> None:
         self.env = {**os.environ, "DATABASE_URL": fresh_database_url(self.database, self.var),

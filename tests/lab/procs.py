@@ -123,8 +123,10 @@ def start_private_redis(work_dir: Path, password: str) -> PrivateRedis:
 
 
 def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
-                        netns: str | None = None) -> Proc:
+                        netns: str | None = None, report_log: Path | None = None) -> Proc:
     argv = ["iperf3", "-s", "-p", str(port), "-B", bind]
+    if report_log is not None:
+        argv += ["-J", "--logfile", str(report_log)]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     proc = start(f"iperf3-{bind}-{port}", argv, log_dir)

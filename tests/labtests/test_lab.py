@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,8 +15,10 @@ import pytest
 from fleet.models import Provider, ReferenceEndpoint, Region
 from jobs.models import Run
 from jobs.services import submission
+from leaderboard.models import CertificationRequest
+from leaderboard.services import certification, signing
 from tests.lab import netlab
-from tests.lab.procs import wait_for
+from tests.lab.procs import REPO, wait_for
 from tests.lab.stack import LabStack
 
 pytestmark = [
@@ -25,12 +30,11 @@ RATE_MBIT = 200
 DELAY_MS = 5.0
 
 
-@pytest.fixture
-def lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner: Any,
-        hangzhou: Region, tmp_path: Path) -> Iterator[LabStack]:
+def two_host_lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner: Any,
+                 tmp_path: Path, rate_mbit: float, delay_ms: float) -> Iterator[LabStack]:
     spec = netlab.LabSpec.from_dict({"name": "t1", "hosts": [
         {"name": "n1", "kind": "node", "region": "hangzhou", "provider": provider.name,
-         "rate_mbit": RATE_MBIT, "delay_ms": DELAY_MS},
+         "rate_mbit": rate_mbit, "delay_ms": delay_ms},
         {"name": "ref", "kind": "reference", "region": "hangzhou"}]})
     stack = LabStack(netlab.NetLab(spec), tmp_path, int(live_server.url.rsplit(":", 1)[1]),
                      private_redis.port)
@@ -39,15 +43,23 @@ def lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner
         stack.enrol_nodes(live_server.url, lambda name, kind: (provider.pk, provider_owner.token))
 
         def register(region: str, name: str, host: str, iperf3_port: int, echo_port: int,
-                     node_id: int | None) -> None:
+                     node_id: int | None, report_log: str) -> None:
             ReferenceEndpoint.objects.create(region=Region.objects.get(code=region), name=name,
                                              host=host, iperf3_port=iperf3_port,
-                                             echo_port=echo_port, node_id=node_id)
+                                             echo_port=echo_port, node_id=node_id,
+                                             report_log=report_log)
 
         stack.register_references(register)
         yield stack
     finally:
         stack.down()
+
+
+@pytest.fixture
+def lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner: Any,
+        hangzhou: Region, tmp_path: Path) -> Iterator[LabStack]:
+    yield from two_host_lab(live_server, private_redis, provider, provider_owner, tmp_path,
+                            RATE_MBIT, DELAY_MS)
 
 
 def test_the_stored_throughput_and_tcp_rtt_match_the_shaped_link(lab: LabStack, buyer: Any) -> None:
@@ -77,3 +89,44 @@ def test_the_lab_leaves_nothing_behind(live_server: Any, private_redis: Any, tmp
     lab.down()
     assert not [n for n in netlab.namespaces() if n.startswith("bl-t2-")]
     assert not [link for link in netlab.root_links() if link.startswith("blt2")]
+
+
+@pytest.fixture
+def fast_lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner: Any,
+             hangzhou: Region, tmp_path: Path) -> Iterator[LabStack]:
+    yield from two_host_lab(live_server, private_redis, provider, provider_owner, tmp_path,
+                            2000, 1.0)
+
+
+def test_a_lab_node_is_certified_end_to_end_and_its_certificate_verifies_offline(
+        fast_lab: LabStack, provider_owner: Any, settings: Any, tmp_path: Path) -> None:
+    settings.CERTIFICATION_JOB_PROFILE = "quick"
+    settings.CERT_SIGNING_KEY_FILE = str(tmp_path / "key.pem")
+    signing.private_key.cache_clear()
+    certification.load_profiles(REPO / "tests" / "data" / "certification" / "lab-profiles.yaml")
+    node = fast_lab.nodes["n1"]
+    response = provider_owner.client().post(f"/api/v1/nodes/{node.node_id}/certifications",
+                                            {"profile": "lab-single-node"}, format="json")
+    assert response.status_code == 202
+    request_id = response.json()["id"]
+    wait_for(lambda: CertificationRequest.objects.get(pk=request_id).status != "running", 400,
+             "the certification run", interval=1)
+    cert_request = CertificationRequest.objects.get(pk=request_id)
+    assert cert_request.status == "certified", cert_request.outcome
+    body = provider_owner.client().get(f"/api/v1/certificates/{cert_request.certificate_id}").json()
+    throughput = next(c for c in body["document"]["criteria"] if c["metric"] == "network.tcp_throughput")
+    assert throughput["source"].startswith("reference endpoint ref")  # its own iperf3 log
+    print(f"\ncertified {body['document']['tier']}: " + ", ".join(
+        f"{c['metric']}={c['value']}" for c in body["document"]["criteria"]))
+
+    cert_file, pem = tmp_path / "cert.json", tmp_path / "platform.pem"
+    cert_file.write_text(json.dumps(body))
+    pem.write_bytes(signing.public_pem())
+    verify = [sys.executable, "-m", "workers.cli", "verify", str(cert_file), "--public-key", str(pem),
+              "--offline"]
+    done = subprocess.run(verify, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("VALID"), done.stdout + done.stderr
+    body["document"]["tier"] = "platinum"
+    cert_file.write_text(json.dumps(body))
+    done = subprocess.run(verify, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and "signature does not match" in done.stdout

@@ -21,6 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("host")
         parser.add_argument("--iperf3-port", type=int, default=5201)
         parser.add_argument("--echo-port", type=int, default=None)
+        parser.add_argument("--report-log", default="",
+                            help="the endpoint's iperf3 -J --logfile, if the platform can read it")
         parser.add_argument("--node", type=int, default=None,
                             help="dedicate it to one node (a path only that node measures)")
 
@@ -36,5 +38,6 @@ class Command(BaseCommand):
         endpoint, created = ReferenceEndpoint.objects.update_or_create(
             region=region, name=options["name"],
             defaults={"host": options["host"], "iperf3_port": options["iperf3_port"],
-                      "echo_port": options["echo_port"], "node": node})
+                      "echo_port": options["echo_port"], "node": node,
+                      "report_log": options["report_log"]})
         self.stdout.write(f"{'created' if created else 'updated'} {endpoint.as_peer()}")

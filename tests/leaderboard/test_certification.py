@@ -1,0 +1,159 @@
+"""Certification: criteria judged on what was measured, a signed certificate anyone can check,
+and every way a certificate can be bad refused with a clear message."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from jobs.services import lifecycle
+from leaderboard.models import Certificate, CertificationRequest
+from leaderboard.services import certification, signing
+from tests.lab.procs import REPO
+from workers import certificate
+
+GOOD = {"network.tcp_rtt": (1.2, "ms"), "network.tcp_throughput": (9.0, "Gbit/s"),
+        "storage.randread_iops": (60_000.0, "IOPS"), "storage.checkpoint_write": (0.6, "GB/s"),
+        "training.dataloader_samples_per_s": (3000.0, "samples/s"),
+        "training.samples_per_s": (900.0, "samples/s")}
+
+
+@pytest.fixture(autouse=True)
+def signing_key(tmp_path: Path, settings: Any) -> None:
+    settings.CERT_SIGNING_KEY_FILE = str(tmp_path / "key.pem")
+    settings.CERTIFICATION_JOB_PROFILE = "quick"
+    signing.private_key.cache_clear()
+
+
+def certify(provider_owner: Any, node: Any, figures: dict[str, tuple[float, str]],
+            capture: Any) -> CertificationRequest:
+    response = provider_owner.client().post(f"/api/v1/nodes/{node.node.pk}/certifications",
+                                            {"profile": "single-node-training"}, format="json")
+    assert response.status_code == 202, response.content
+    cert_request = CertificationRequest.objects.get(pk=response.json()["id"])
+    run = cert_request.job.runs.get()
+    claim = lifecycle.claim(node.node, run.pk)
+    assert claim.spec()["params"]["seed"] == cert_request.job.params["seed"]  # platform's choice
+    samples = [{"metric": m, "value": v, "unit": u, "n": 3, "metadata": {}} | dict.fromkeys(
+        ("p5", "p95", "min", "max", "cv")) for m, (v, u) in figures.items()]
+    with capture(execute=True):
+        lifecycle.finish(node.node, run.pk, claim.attempt.id, True, samples, "",
+                         {"gpu": {"available": False, "reason": "no NVIDIA GPU"}})
+    cert_request.refresh_from_db()
+    return cert_request
+
+
+def key() -> Any:
+    return certificate.load_public_key(signing.public_pem())
+
+
+def test_a_node_meeting_every_criterion_gets_a_signed_certificate(
+        provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    cert_request = certify(provider_owner, enrol_node("hz-1"), GOOD, django_capture_on_commit_callbacks)
+    assert cert_request.status == "certified"
+    cert = cert_request.certificate
+    assert cert is not None and cert.tier in ("bronze", "silver", "gold")
+    criteria = {c["metric"]: c for c in cert.document["criteria"]}
+    assert criteria["training.gpu_util_mean"]["status"] == "not applicable"
+    assert criteria["storage.randread_iops"]["margin"] == pytest.approx(5.0)
+    assert "host report" in criteria["network.tcp_throughput"]["source"]
+    published = json.loads(json.dumps(
+        provider_owner.client().get(f"/api/v1/certificates/{cert.pk}").json()))
+    assert published["status"] == "valid"
+    assert certificate.verify(published, key()).valid
+
+
+def test_a_failed_criterion_gives_no_certificate_and_says_which(
+        provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    slow = GOOD | {"storage.checkpoint_write": (0.05, "GB/s")}
+    cert_request = certify(provider_owner, enrol_node("hz-1"), slow, django_capture_on_commit_callbacks)
+    assert cert_request.status == "failed" and cert_request.certificate is None
+    assert "storage.checkpoint_write 0.05 not >= 0.25" in cert_request.outcome["reason"]
+    assert not Certificate.objects.exists()
+
+
+def test_a_multi_node_profile_needs_peers(provider_owner: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    response = provider_owner.client().post(f"/api/v1/nodes/{node.node.pk}/certifications",
+                                            {"profile": "multi-node-training"}, format="json")
+    assert response.status_code == 400 and "peer" in response.json()["detail"]
+
+
+def test_only_the_nodes_provider_can_ask(buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    response = buyer.client().post(f"/api/v1/nodes/{node.node.pk}/certifications",
+                                   {"profile": "single-node-training"}, format="json")
+    assert response.status_code == 404
+
+
+@pytest.fixture
+def issued(provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+           django_capture_on_commit_callbacks: Any, tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    cert_request = certify(provider_owner, enrol_node("hz-1"), GOOD, django_capture_on_commit_callbacks)
+    assert cert_request.certificate is not None
+    body = provider_owner.client().get(f"/api/v1/certificates/{cert_request.certificate.pk}").json()
+    pem = tmp_path / "platform.pub.pem"
+    pem.write_bytes(signing.public_pem())
+    return body, pem
+
+
+def test_tampered_expired_and_foreign_certificates_are_rejected(issued: Any) -> None:
+    body, _ = issued
+    tampered = json.loads(json.dumps(body))
+    tampered["document"]["tier"] = "gold" if body["document"]["tier"] != "gold" else "bronze"
+    verdict = certificate.verify(tampered, key())
+    assert not verdict.valid and "signature does not match" in verdict.line()
+
+    later = datetime.now(UTC) + timedelta(days=31)
+    verdict = certificate.verify(body, key(), now=later)
+    assert not verdict.valid and "expired on" in verdict.line()
+
+    other = Ed25519PrivateKey.generate().public_key()
+    assert not certificate.verify(body, other).valid
+
+    verdict = certificate.verify(body, key(), revoked=True)
+    assert not verdict.valid and "REVOKED" in verdict.line()
+
+
+def test_a_revoked_certificate_says_so_online(issued: Any, provider_owner: Any) -> None:
+    body, _ = issued
+    cert = Certificate.objects.get(pk=body["document"]["id"])
+    certification.revoke(cert, "operator: cooling failure")
+    status = provider_owner.client().get(f"/api/v1/certificates/{cert.pk}").json()
+    assert (status["status"], status["revoked_reason"]) == ("revoked", "operator: cooling failure")
+
+
+def run_verify(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workers.cli", "verify", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_benchctl_verify_passes_a_good_one_offline_and_fails_a_tampered_copy(
+        issued: Any, tmp_path: Path) -> None:
+    body, pem = issued
+    good = tmp_path / "cert.json"
+    good.write_text(json.dumps(body))
+    done = run_verify(str(good), "--public-key", str(pem), "--offline")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("VALID") and "revocation not checked (offline)" in done.stdout
+    body["document"]["criteria"][0]["value"] = 0.1
+    bad = tmp_path / "tampered.json"
+    bad.write_text(json.dumps(body))
+    done = run_verify(str(bad), "--public-key", str(pem), "--offline")
+    assert done.returncode == 1 and "signature does not match" in done.stdout
+    wrong = tmp_path / "other.pem"
+    wrong.write_bytes(Ed25519PrivateKey.generate().public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    assert run_verify(str(good), "--public-key", str(wrong), "--offline").returncode == 1
+    missing = run_verify(str(tmp_path / "nope.json"), "--offline")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr

@@ -1,0 +1,77 @@
+"""Checking a certificate anyone was given: signature, expiry, revocation.
+
+A certificate is ``{"document": {...}, "signature": "<base64 Ed25519>"}``; the signature is
+over the document's canonical JSON (sorted keys, no spaces, UTF-8). This module is what
+`benchctl verify` runs: no Django, only the `cryptography` package.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+
+def canonical(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def load_public_key(pem: bytes) -> Ed25519PublicKey:
+    key = serialization.load_pem_public_key(pem)
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError("the public key is not an Ed25519 key")
+    return key
+
+
+@dataclass
+class Verdict:
+    valid: bool
+    reasons: list[str] = field(default_factory=list)  # why not, or what was not checked
+    revocation: str = "not checked"
+
+    def line(self) -> str:
+        head = "VALID" if self.valid else "INVALID"
+        return f"{head}: " + "; ".join(self.reasons + [f"revocation {self.revocation}"])
+
+
+def verify(certificate: dict[str, Any], public_key: Ed25519PublicKey,
+           now: datetime | None = None, revoked: bool | None = None) -> Verdict:
+    """Check signature and expiry; ``revoked`` is what the platform said (None: offline)."""
+    document = certificate.get("document")
+    signature = certificate.get("signature")
+    if not isinstance(document, dict) or not isinstance(signature, str):
+        return Verdict(False, ["not a certificate: it needs a document and a signature"])
+    reasons: list[str] = []
+    valid = True
+    try:
+        public_key.verify(base64.b64decode(signature), canonical(document))
+        reasons.append("signature good")
+    except (InvalidSignature, ValueError):
+        valid = False
+        reasons.append("signature does not match: the document was changed or signed with "
+                       "another key")
+    now = now or datetime.now(UTC)
+    try:
+        expires = datetime.fromisoformat(str(document["expires_at"]))
+    except (KeyError, ValueError):
+        return Verdict(False, [*reasons, "no valid expires_at"])
+    if expires <= now:
+        valid = False
+        reasons.append(f"expired on {expires.isoformat()}")
+    else:
+        reasons.append(f"valid until {expires.isoformat()}")
+    verdict = Verdict(valid, reasons)
+    if revoked is None:
+        verdict.revocation = "not checked (offline)"
+    elif revoked:
+        verdict.valid = False
+        verdict.revocation = "checked online: REVOKED"
+    else:
+        verdict.revocation = "checked online: not revoked"
+    return verdict
