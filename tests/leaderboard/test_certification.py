@@ -157,3 +157,21 @@ def test_benchctl_verify_passes_a_good_one_offline_and_fails_a_tampered_copy(
     assert run_verify(str(good), "--public-key", str(wrong), "--offline").returncode == 1
     missing = run_verify(str(tmp_path / "nope.json"), "--offline")
     assert missing.returncode == 2 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_certificate_about_to_expire_is_re_run_and_a_failed_re_run_revokes_it(
+        issued: Any, provider_owner: Any, enrol_node: Any, settings: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    body, _ = issued
+    cert = Certificate.objects.get(pk=body["document"]["id"])
+    Certificate.objects.filter(pk=cert.pk).update(
+        expires_at=datetime.now(UTC) + timedelta(days=settings.CERT_RENEW_DAYS_BEFORE - 1))
+    assert certification.renew_due(lambda node: provider_owner.user) == 1
+    assert certification.renew_due(lambda node: provider_owner.user) == 0  # one re-run at a time
+    rerun = CertificationRequest.objects.filter(status="running").get()
+    run = rerun.job.runs.get()
+    claim = lifecycle.claim(run.node, run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        lifecycle.finish(run.node, run.pk, claim.attempt.id, False, [], "fio failed", {})
+    cert.refresh_from_db()
+    assert not cert.valid and cert.revoked_reason.startswith("re-run failed: the certification run failed")
