@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: setup tools venv services demo test test-fast lint schema check-schema clean bench-accuracy
+.PHONY: setup tools venv services demo test test-fast lint schema check-schema clean bench-accuracy bench
 
 setup: tools venv
 
@@ -14,7 +14,7 @@ tools:
 	@missing=""; \
 	for pair in iperf3:iperf3 fio:fio ping:iputils-ping ip:iproute2 tracepath:iputils-tracepath \
 	            traceroute:traceroute redis-server:redis-server pg_isready:postgresql-client \
-	            chromium:chromium nice:coreutils; do \
+	            chromium:chromium nice:coreutils wrk:wrk docker-compose:docker-compose; do \
 	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
@@ -73,3 +73,7 @@ clean:
 # The lab (root): shaped links in namespaces; does the platform store what we shaped?
 bench-accuracy: setup
 	$(PY) -m bench.accuracy
+
+# The platform against bare Celery and a minimal Django app, in one run (figures, not tests).
+bench: setup services
+	$(PY) -m bench.run

@@ -20,6 +20,10 @@ class BodySizeLimitMiddleware:
         except ValueError:
             length = 0
         if length > settings.RESULT_MAX_BYTES:
+            if request.path.startswith("/api/v1/node/"):
+                from jobs.services.observability import count_rejection
+
+                count_rejection("too_large")
             return JsonResponse(
                 {"detail": f"request body of {length} bytes is over the "
                            f"{settings.RESULT_MAX_BYTES}-byte limit"}, status=413)

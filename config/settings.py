@@ -221,9 +221,13 @@ CERT_REFERENCE_TOLERANCE = 0.10
 CELERY_BEAT_SCHEDULE["renew-certificates"] = {"task": "leaderboard.renew_certificates",
                                               "schedule": 3600.0}
 
+# JSON lines in production (LOG_FORMAT=json), with job/run ids; plain text by default.
+LOG_FORMAT = env("LOG_FORMAT", "json" if PRODUCTION else "text")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "config.logs.JsonFormatter"},
+                   "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }

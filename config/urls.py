@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from api.views.metrics import metrics_view
 from leaderboard import views as web
 
 urlpatterns = [
@@ -14,4 +15,5 @@ urlpatterns = [
     path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
 ]

@@ -1,4 +1,5 @@
-"""benchctl: the command-line tool for hosts (enroll, worker) and, later, for procurement."""
+"""benchctl: one command-line tool for GPU hosts (enroll, worker, doctor), for procurement
+(submit, status, results, compare, leaderboard, verify) and for the lab (lab up/down)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from workers import config as node_config
 from workers import inventory
@@ -80,6 +82,69 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if verdict.valid else 1
 
 
+def _client(args: argparse.Namespace) -> Any:
+    from workers.client_cli import Client
+
+    return Client.resolve(args.url, args.token)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from workers import client_cli
+
+    nodes = [int(n) for n in args.nodes.replace(",", " ").split()]
+    job = client_cli.submit(_client(args), nodes, args.suite, args.profile,
+                            client_cli.parse_params(args.param), args.wait)
+    if args.wait:
+        client_cli.print_rows(client_cli.result_rows(job), args.format, f"job {job['id']}")
+        return 0 if job["status"] == "succeeded" else 1
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from workers import client_cli
+
+    job = _client(args).call("GET", f"/api/v1/benchmarks/{args.job}")
+    rows = [{"node": r["node"]["name"], "status": r["status"],
+             "progress": " ".join(str(v) for v in (r.get("progress") or {}).values()),
+             "error": r["error"]} for r in job["runs"]]
+    client_cli.print_rows(rows, "table", f"job {job['id']}: {job['status']}")
+    return 0
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from workers import client_cli
+
+    job = _client(args).call("GET", f"/api/v1/benchmarks/{args.job}")
+    client_cli.print_rows(client_cli.result_rows(job), args.format, f"job {job['id']}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from workers import client_cli
+
+    rows = client_cli.compare(_client(args), [int(n) for n in args.nodes])
+    client_cli.print_rows(rows, args.format, "side by side")
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from workers import client_cli
+
+    rows = client_cli.leaderboard(_client(args), args.metric, args.region, args.format)
+    client_cli.print_rows(rows, args.format, f"leaderboard: {args.metric}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from workers import client_cli
+
+    checks = client_cli.doctor(Path(args.config))
+    for check in checks:
+        mark = "ok  " if check.ok else "FIX "
+        print(f"{mark} {check.name}: {check.detail}" + (f"\n     fix: {check.fix}" if check.fix else ""))
+    return 0 if all(c.ok for c in checks if c.name != "NVML / GPU") else 1
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     # The lab is a development tool that lives with the tests: only in a repo checkout.
     from tests.lab import cli as lab
@@ -111,6 +176,48 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run the node worker in the foreground")
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=cmd_worker)
+    def client_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--url", help="platform URL (or BENCH_URL, or the client config file)")
+        p.add_argument("--token", help="API token (or BENCH_TOKEN, or the client config file)")
+
+    submit = sub.add_parser("submit", help="benchmark nodes (procurement)")
+    client_args(submit)
+    submit.add_argument("--nodes", required=True, help="node ids, e.g. 3,7")
+    submit.add_argument("--suite", default="network",
+                        choices=["network", "storage", "training", "gpu", "full", "noop"])
+    submit.add_argument("--profile", default="default", choices=["default", "quick"])
+    submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    submit.add_argument("--wait", action="store_true", help="live progress, then the results")
+    submit.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    submit.set_defaults(func=cmd_submit)
+
+    status = sub.add_parser("status", help="a job's runs and where they are")
+    client_args(status)
+    status.add_argument("job", type=int)
+    status.set_defaults(func=cmd_status)
+
+    results = sub.add_parser("results", help="a job's figures")
+    client_args(results)
+    results.add_argument("job", type=int)
+    results.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    results.set_defaults(func=cmd_results)
+
+    compare = sub.add_parser("compare", help="nodes side by side, with the winner per metric")
+    client_args(compare)
+    compare.add_argument("nodes", nargs="+", help="node ids")
+    compare.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    compare.set_defaults(func=cmd_compare)
+
+    board = sub.add_parser("leaderboard", help="the shared leaderboard")
+    client_args(board)
+    board.add_argument("--metric", default="network.tcp_throughput")
+    board.add_argument("--region", default="", help="province (zhejiang) or city (hangzhou)")
+    board.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    board.set_defaults(func=cmd_leaderboard)
+
+    doctor = sub.add_parser("doctor", help="check this host: tools, GPU, broker, API, clock")
+    doctor.set_defaults(func=cmd_doctor)
+
     verify = sub.add_parser("verify", help="check a certificate: signature, expiry, revocation")
     verify.add_argument("certificate", help="the certificate's JSON file")
     verify.add_argument("--public-key", help="the platform's public key (PEM) for offline checks")

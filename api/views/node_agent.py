@@ -23,7 +23,7 @@ from api.serializers import (
     RunSpecSerializer,
 )
 from fleet.models import Node
-from jobs.services import lifecycle
+from jobs.services import lifecycle, observability
 
 _Ack = inline_serializer("Ack", {"status": serializers.CharField()})
 
@@ -79,13 +79,17 @@ class ResultView(NodeView):
     @extend_schema(request=RunResultSerializer, responses={200: _Ack})
     def post(self, request: Request, run_id: int) -> Response:
         body = RunResultSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        if not body.is_valid():
+            observability.count_rejection("invalid")
+            body.is_valid(raise_exception=True)
         data = body.validated_data
         try:
             stored = lifecycle.finish(self.node, run_id, uuid.UUID(str(data["attempt_id"])),
                                       data["status"] == "succeeded", data["samples"],
                                       data["error"], data["inventory"])
         except lifecycle.LifecycleError as exc:
+            observability.count_rejection({404: "not_this_nodes_run", 409: "stale_attempt"}.get(
+                exc.status, "other"))
             return error(str(exc), exc.status)
         return Response({"status": "stored" if stored else "already stored"})
 

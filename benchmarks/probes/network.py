@@ -17,8 +17,10 @@ from benchmarks.sample import Sample, repeat_until_stable, summarise
 from benchmarks.schedule import link_rounds
 
 GBIT = 1e9
-# iperf3 -s serves one test at a time; another node may be using the reference endpoint.
+# iperf3 -s serves one test at a time; another node may be using the reference endpoint,
+# or it may be restarting (a refused connection): try again for a while before failing.
 BUSY_RETRIES = 10
+RETRYABLE = ("busy", "Connection refused")
 
 
 class NetworkProbe(Probe):
@@ -133,7 +135,7 @@ class NetworkProbe(Probe):
             try:
                 return parse_iperf3(result.stdout)
             except Iperf3Error as exc:
-                if "busy" not in str(exc) or attempt == BUSY_RETRIES - 1:
+                if not any(r in str(exc) for r in RETRYABLE) or attempt == BUSY_RETRIES - 1:
                     raise ProbeError(f"iperf3 to {peer.name} ({peer.host}:{peer.iperf3_port}) "
                                      f"failed: {exc}") from None
                 time.sleep(0.5 + attempt * 0.5)

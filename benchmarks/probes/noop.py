@@ -13,6 +13,8 @@ class NoopProbe(Probe):
     name = "noop"
 
     def run(self) -> list[Sample]:
+        # Wall-clock start, for the platform's dispatch-latency benchmark (same machine).
+        started_at = time.time()
         started = time.monotonic()
         seconds = self.param("noop_seconds")
         steps = max(1, int(seconds))
@@ -22,4 +24,5 @@ class NoopProbe(Probe):
         command_seconds = self.param("noop_command_seconds")
         if command_seconds:
             runner.run(["sleep", f"{command_seconds:g}"], timeout=command_seconds + 60)
-        return [summarise("noop.duration", [time.monotonic() - started])]
+        return [summarise("noop.duration", [time.monotonic() - started],
+                          {"started_at": started_at})]

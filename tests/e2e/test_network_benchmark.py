@@ -63,5 +63,5 @@ def test_a_network_benchmark_runs_on_the_node_and_matches_direct_measurements(
 
     board = api_get(f"{live_server.url}/api/v1/leaderboard?metric=network.tcp_throughput"
                     "&region=zhejiang", buyer)
-    assert [row["node"]["name"] for row in board] == ["hz-1"]
-    assert board[0]["value"] == stored_gbps
+    assert [row["node"]["name"] for row in board["results"]] == ["hz-1"]
+    assert board["results"][0]["value"] == stored_gbps

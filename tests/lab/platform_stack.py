@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -70,6 +71,25 @@ class PlatformStack:
         self.manage("reference_endpoint", region, name, host, f"--iperf3-port={iperf3_port}",
                     f"--echo-port={echo_port}", f"--report-log={report_log}",
                     *([f"--node={node_id}"] if node_id is not None else []))
+
+    def enrol_loopback_node(self, provider: dict[str, Any], region: str, name: str,
+                            start_worker: bool = True) -> tuple[int, Path, procs.Proc | None]:
+        """A provider's token, `benchctl enroll` and `benchctl worker`, as on a host."""
+        response = requests.post(
+            f"{self.api}/api/v1/providers/{provider['id']}/enrolment-tokens",
+            headers={"Authorization": f"Token {provider['token']}"},
+            json={"region": region, "node_name": name}, timeout=10)
+        response.raise_for_status()
+        config = self.var / f"{name}.json"
+        subprocess.run([sys.executable, "-m", "workers.cli", "--config", str(config), "enroll",
+                        "--url", self.api, "--token", response.json()["token"], "--address",
+                        "127.0.0.1", "--iperf3-port", str(procs.free_port())],
+                       cwd=REPO, env=self.env, check=True, capture_output=True)
+        worker = None
+        if start_worker:
+            worker = self.keep(procs.start_node_worker(config, self.logs, f"node-{name}"))
+            procs.wait_worker_ready(worker, timeout=120)
+        return int(json.loads(config.read_text())["node_id"]), config, worker
 
     def start(self, extra_env: dict[str, str] | None = None) -> None:
         self.env = {**os.environ, "DATABASE_URL": fresh_database_url(self.database, self.var),

@@ -126,7 +126,10 @@ def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
                         netns: str | None = None, report_log: Path | None = None) -> Proc:
     argv = ["iperf3", "-s", "-p", str(port), "-B", bind]
     if report_log is not None:
-        argv += ["-J", "--logfile", str(report_log)]
+        # With -J, iperf3 3.12's server exits when a test ends in error (a killed client):
+        # keep it running, as a reference endpoint's service manager would.
+        argv = ["sh", "-c", "while :; do " + " ".join(argv) +
+                f" -J --logfile '{report_log}'; sleep 0.2; done"]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     proc = start(f"iperf3-{bind}-{port}", argv, log_dir)

@@ -77,9 +77,10 @@ class LabStack:
     def start_reference(self, name: str) -> None:
         addr = self.lab.address(name)
         # -J --logfile: the reference's own report of every test, read by certification.
-        self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(
-            name, ["iperf3", "-s", "-B", addr, "-p", str(IPERF3_PORT), "-J", "--logfile",
-                   str(self.report_log(name))]), self.work_dir))
+        # (restarted when it exits: with -J, iperf3 3.12's server exits after a failed test)
+        self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, [
+            "sh", "-c", f"while :; do iperf3 -s -B {addr} -p {IPERF3_PORT} -J --logfile "
+                        f"'{self.report_log(name)}'; sleep 0.2; done"]), self.work_dir))
         self.keep(procs.start(f"echo-{name}", self.lab.exec_argv(
             name, [sys.executable, "-m", "workers.cli", "echo-server", "--bind", addr,
                    "--port", str(ECHO_PORT)]), self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))

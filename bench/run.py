@@ -1,0 +1,353 @@
+"""`make bench`: the platform measured against bare Celery and a minimal Django app, in the
+same run, on the same machine. Every figure is printed beside its baseline as a ratio (or
+beside its target); nothing here is a pass/fail test. Results: bench/results/bench.json.
+
+    dispatch latency      POST -> the node worker starts the probe, vs bare apply_async -> task start
+    submission throughput jobs accepted per second under 8 connections (wrk), vs a minimal app
+    end-to-end throughput no-op runs completed per second over N node workers, vs bare Celery
+    leaderboard latency   p50/p95 with 1,000 nodes and 1,000,000 samples, target p95 < 100 ms
+    resource use          RSS of an idle node worker and a web worker
+    probe suite time      the quick full suite on one node, target < 3 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import redis
+import requests
+
+from benchmarks.sample import percentile
+from tests.lab import procs
+from tests.lab.platform_stack import REPO, PlatformStack, say
+
+VAR = REPO / "var" / "bench"
+RESULTS = REPO / "bench" / "results"
+PROVIDER = "Bench DC"
+
+
+class Report:
+    def __init__(self) -> None:
+        self.figures: dict[str, dict[str, Any]] = {}
+
+    def ratio(self, name: str, ours: float, baseline: float, unit: str, **extra: Any) -> None:
+        ratio = ours / baseline if baseline else float("nan")
+        self.figures[name] = {"ours": ours, "baseline": baseline, "unit": unit, "ratio": ratio, **extra}
+        more = "".join(f", {k} {v}" for k, v in extra.items())
+        print(f"{name}: ours {ours:.4g} {unit}, baseline {baseline:.4g} {unit}, ratio {ratio:.3f}{more}",
+              flush=True)
+
+    def target(self, name: str, ours: float, target: str, unit: str, **extra: Any) -> None:
+        self.figures[name] = {"ours": ours, "unit": unit, "target": target, **extra}
+        more = "".join(f", {k} {v}" for k, v in extra.items())
+        print(f"{name}: ours {ours:.4g} {unit}, target {target}{more}", flush=True)
+
+    def skipped(self, name: str, why: str) -> None:
+        self.figures[name] = {"skipped": why}
+        print(f"{name}: skipped ({why})", flush=True)
+
+
+def pct(values: list[float], q: float) -> float:
+    return percentile(sorted(values), q)
+
+
+class Bench:
+    def __init__(self, platform: PlatformStack, seed: dict[str, Any], report: Report) -> None:
+        self.platform = platform
+        self.api = platform.api
+        self.buyer = {"Authorization": f"Token {seed['buyer_token']}"}
+        self.provider = seed["providers"][PROVIDER]
+        self.report = report
+        self.redis_url = platform.env["REDIS_URL"]
+        self.session = requests.Session()
+        self.session.headers.update(self.buyer)
+
+    def submit(self, nodes: list[int], suite: str = "noop", **body: Any) -> str:
+        response = self.session.post(f"{self.api}/api/v1/benchmarks", timeout=30,
+                                     json={"nodes": nodes, "suite": suite, **body})
+        response.raise_for_status()
+        return str(response.json()["url"])
+
+    def wait(self, url: str, poll: float = 0.005, timeout: float = 600) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job: dict[str, Any] = self.session.get(url, timeout=30).json()
+            if job["status"] not in ("queued", "running"):
+                return job
+            time.sleep(poll)
+        raise TimeoutError(url)
+
+    def bare_workers(self, count: int) -> list[procs.Proc]:
+        return [self.platform.keep(procs.start(f"bare-{i}", [sys.executable, "-m", "bench.bare",
+                                                              "worker", self.redis_url],
+                                               self.platform.logs, {"PYTHONPATH": str(REPO)}))
+                for i in range(count)]
+
+    def dispatch_latency(self, node_id: int, jobs: int) -> None:
+        ours = []
+        for _ in range(jobs):
+            sent = time.time()
+            job = self.wait(self.submit([node_id]))
+            started = job["runs"][0]["samples"][0]["metadata"]["started_at"]
+            ours.append((started - sent) * 1000)
+        from bench.bare import make_app
+
+        app = make_app(self.redis_url)
+        client = redis.Redis.from_url(self.redis_url)
+        client.delete("bench:bare:started")
+        workers = self.bare_workers(1)
+        time.sleep(3)  # its start-up is not dispatch
+        bare = []
+        for _ in range(jobs):
+            app.send_task("bench.bare.started", args=[time.time()], queue="bench-bare")
+            popped = client.blpop(["bench:bare:started"], timeout=30)
+            if popped is None:
+                raise TimeoutError("the bare Celery worker did not start the task")
+            item = popped[1]
+            text = item.decode() if isinstance(item, bytes) else str(item)
+            sent_at, started_at = (float(x) for x in text.split())
+            bare.append((started_at - sent_at) * 1000)
+        for w in workers:
+            w.stop()
+        self.report.ratio("dispatch latency p50", pct(ours, 50), pct(bare, 50), "ms",
+                          p99=f"{pct(ours, 99):.1f} ms (bare {pct(bare, 99):.1f} ms)",
+                          target="p50 at most 5 ms above bare")
+
+    def submission_throughput(self, node_id: int, seconds: int) -> None:
+        if shutil.which("wrk") is None:
+            self.report.skipped("submission throughput", "wrk is not installed (apt-get install wrk)")
+            return
+        body = json.dumps({"nodes": [node_id], "suite": "noop"})
+        ours = wrk(f"{self.api}/api/v1/benchmarks", body, self.buyer["Authorization"], seconds)
+        minimal = self.minimal_app()
+        base = wrk(f"{minimal}/items", body, "", seconds)
+        self.report.ratio("submission throughput", ours["rps"], base["rps"], "requests/s",
+                          p99=f"{ours['p99_ms']} ms (baseline {base['p99_ms']} ms)",
+                          target="at least 0.7")
+
+    def minimal_app(self) -> str:
+        env = {**self.platform.env, "DJANGO_SETTINGS_MODULE": "bench.minimal.settings",
+               "DATABASE_URL": self.platform.env["DATABASE_URL"]}
+        subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput"], cwd=REPO, env=env,
+                       check=True, capture_output=True)
+        port = procs.free_port()
+        self.platform.keep(procs.start("minimal-web", [
+            sys.executable, "-m", "gunicorn", "bench.minimal.wsgi", "-b", f"127.0.0.1:{port}",
+            "-w", "2"], self.platform.logs, env))
+        procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 30, "the minimal app")
+        return f"http://127.0.0.1:{port}"
+
+    def end_to_end(self, node_ids: list[int], runs: int) -> None:
+        per_job = len(node_ids)
+        started = time.monotonic()
+        urls = [self.submit(node_ids) for _ in range(runs // per_job)]
+        for url in urls:
+            self.wait(url, poll=0.2)
+        ours = runs / (time.monotonic() - started)
+        from bench.bare import make_app
+
+        app = make_app(self.redis_url)
+        client = redis.Redis.from_url(self.redis_url)
+        client.delete("bench:bare:started")
+        workers = self.bare_workers(len(node_ids))
+        time.sleep(8)
+        started = time.monotonic()
+        for _ in range(runs):
+            app.send_task("bench.bare.started", args=[time.time()], queue="bench-bare")
+        while client.llen("bench:bare:started") < runs:
+            time.sleep(0.05)
+        bare = runs / (time.monotonic() - started)
+        for w in workers:
+            w.stop()
+        self.report.ratio("end-to-end throughput", ours, bare, "runs/s",
+                          workers=len(node_ids), runs=runs, target="ratio at least 0.25")
+
+    def leaderboard_at_scale(self, nodes: int, samples: int) -> None:
+        seed_scale(self.platform.env["DATABASE_URL"], nodes, samples)
+        cases = {"no filter": "", "one filter": "&region=zhejiang",
+                 "three filters": "&region=zhejiang&provider_kind=local_dc&gpu_model=none"}
+        for name, query in cases.items():
+            times = []
+            for i in range(60):
+                start = time.perf_counter()
+                r = self.session.get(f"{self.api}/api/v1/leaderboard?metric=network.tcp_throughput"
+                                     f"&profile=default{query}", timeout=30)
+                if i >= 5:  # the first requests warm caches and connections
+                    times.append((time.perf_counter() - start) * 1000)
+                r.raise_for_status()
+            self.report.target(f"leaderboard {name} p95", pct(times, 95), "< 100 ms", "ms",
+                               p50=f"{pct(times, 50):.1f} ms", nodes=nodes, samples=samples)
+
+    def resources(self, worker: procs.Proc) -> None:
+        self.report.target("idle node worker RSS", rss_mb(worker.popen.pid), "< 150 MB", "MB")
+        web = [p for p in psutil_children("gunicorn: worker")] or []
+        if web:
+            self.report.target("web worker RSS", max(rss_mb(p) for p in web), "-", "MB")
+        self.report.skipped("NVML sampler CPU", "no NVIDIA GPU on this host (the sampler needs NVML)")
+
+    def suite_time(self, node_id: int) -> None:
+        started = time.monotonic()
+        job = self.wait(self.submit([node_id], "full", profile="quick",
+                                    params={"training_ranks": 2}), poll=1)
+        seconds = time.monotonic() - started
+        self.report.target("quick full suite time", seconds, "< 180 s", "s",
+                           status=job["status"])
+
+
+def wrk(url: str, body: str, auth: str, seconds: int) -> dict[str, float]:
+    script = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
+    headers = 'wrk.headers["Content-Type"] = "application/json"\n'
+    if auth:
+        headers += f'wrk.headers["Authorization"] = "{auth}"\n'
+    script.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n{headers}')
+    script.close()
+    out = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", f"{seconds}s", "--latency",
+                          "-s", script.name, url], capture_output=True, text=True, check=True).stdout
+    os.unlink(script.name)
+    rps = float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec")))
+    p99 = next(line.split()[1] for line in out.splitlines() if line.strip().startswith("99%"))
+    return {"rps": rps, "p99_ms": _ms(p99)}
+
+
+def _ms(text: str) -> float:
+    for unit, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return round(float(text[: -len(unit)]) * factor, 2)
+    return float(text)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def psutil_children(title: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", title], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def one(cur: psycopg.Cursor[Any]) -> Any:
+    row = cur.fetchone()
+    if row is None:
+        raise RuntimeError("the bench's seed rows are missing (seed_demo did not run?)")
+    return row[0]
+
+
+def seed_scale(database_url: str, nodes: int, samples: int) -> None:
+    """1,000 nodes and 1,000,000 samples, bulk-loaded with COPY (minutes otherwise)."""
+    metrics = ["network.tcp_throughput", "network.tcp_rtt", "storage.randread_iops",
+               "training.allreduce_busbw", "training.comm_share"]
+    with psycopg.connect(database_url, autocommit=False) as conn, conn.cursor() as cur:
+        cur.execute("SELECT id FROM fleet_region WHERE code='hangzhou'")
+        region = one(cur)
+        cur.execute("SELECT id FROM fleet_provider WHERE name=%s", (PROVIDER,))
+        provider = one(cur)
+        cur.execute("SELECT id FROM auth_user WHERE username='demo-buyer'")
+        owner = one(cur)
+        cur.execute("SELECT coalesce(max(id), 0) FROM fleet_node")
+        base = one(cur) + 1000
+        with cur.copy("COPY fleet_node (id, provider_id, region_id, name, status, key_prefix, key_hash,"
+                      " broker_user, enrolled_at, revoked_reason, inventory, address, iperf3_port,"
+                      " gpu_model) FROM STDIN") as copy:
+            for i in range(nodes):
+                copy.write_row((base + i, provider, region, f"scale-{i}", "active", f"s{base + i:011d}",
+                                "x" * 64, "", "2026-11-01T00:00:00Z", "", "{}", "", 5201, "none"))
+        cur.execute("INSERT INTO jobs_benchmarkjob (owner_id, suite, profile, params, created_at,"
+                    " idempotency_key, request_digest) VALUES (%s, 'network', 'default', '{}', now(),"
+                    " '', '') RETURNING id", (owner,))
+        job = one(cur)
+        with cur.copy("COPY jobs_run (job_id, node_id, status, progress, error, attempts, queued_at,"
+                      " finished_at, inventory) FROM STDIN") as copy:
+            for i in range(nodes):
+                copy.write_row((job, base + i, "succeeded", "{}", "", 1, "2026-11-01T00:00:00Z",
+                                "2026-11-01T00:10:00Z", "{}"))
+        cur.execute("SELECT id, node_id FROM jobs_run WHERE job_id=%s", (job,))
+        runs = cur.fetchall()
+        per_run = samples // len(runs)
+        with cur.copy("COPY jobs_sample (run_id, metric, value, unit, n, metadata, created_at)"
+                      " FROM STDIN") as copy:
+            for run_id, node_id in runs:
+                for k in range(per_run):
+                    copy.write_row((run_id, metrics[k % len(metrics)], (node_id * 7 + k) % 1000 / 10,
+                                    "x", 3, "{}", "2026-11-01T00:10:00Z"))
+        with cur.copy("COPY leaderboard_latestresult (node_id, metric, profile, value, unit, n,"
+                      " run_id, measured_at) FROM STDIN") as copy:
+            for run_id, node_id in runs:
+                for m in metrics:
+                    copy.write_row((node_id, m, "default", (node_id * 13) % 1000 / 10, "x", 3, run_id,
+                                    "2026-11-01T00:10:00Z"))
+        conn.commit()
+        cur.execute("ANALYZE")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dispatch-jobs", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--seconds", type=int, default=10, help="wrk duration")
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--samples", type=int, default=1_000_000)
+    args = parser.parse_args()
+    shutil.rmtree(VAR, ignore_errors=True)
+    VAR.mkdir(parents=True)
+    report = Report()
+    platform = PlatformStack(VAR, "benchplatform")
+    started = time.monotonic()
+    try:
+        platform.start({"NODE_MAX_QUEUED_RUNS": "1000000", "RUN_LEASE_SECONDS": "120"})
+        seed = json.loads(platform.manage("seed_demo", f"--provider={PROVIDER}=local_dc"))
+        bench = Bench(platform, seed, report)
+        say(f"enrolling {args.workers} node workers")
+        enrolled = []
+        threads = []
+
+        def enrol(i: int) -> None:
+            enrolled.append(platform.enrol_loopback_node(bench.provider, "hangzhou", f"bench-{i:02d}"))
+
+        for i in range(args.workers):
+            threads.append(threading.Thread(target=enrol, args=(i,)))
+            threads[-1].start()
+        for t in threads:
+            t.join()
+        enrolled.sort()
+        first_id, _, first_worker = enrolled[0]
+        time.sleep(5)
+        assert first_worker is not None
+        bench.resources(first_worker)
+        say("dispatch latency")
+        bench.dispatch_latency(first_id, args.dispatch_jobs)
+        say("end-to-end throughput")
+        bench.end_to_end([n for n, _, _ in enrolled], args.runs)
+        say("submission throughput")
+        bench.submission_throughput(first_id, args.seconds)
+        say("probe suite time")
+        bench.suite_time(first_id)
+        say("leaderboard at scale (bulk load)")
+        bench.leaderboard_at_scale(args.nodes, args.samples)
+    finally:
+        platform.stop()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "bench.json"
+    out.write_text(json.dumps({"figures": report.figures, "seconds": time.monotonic() - started},
+                              indent=2, default=str))
+    say(f"{len(report.figures)} figures in {time.monotonic() - started:.0f} s; written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

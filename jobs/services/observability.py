@@ -1,0 +1,74 @@
+"""Platform metrics in Prometheus' text format (/metrics), and the rejection counters.
+
+Counters live in Redis (admin connection), so every web worker adds to the same figure.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+
+import redis
+from django.db.models import Avg, Count, F, Sum
+from django.utils import timezone
+
+from fleet.models import Node
+from fleet.services.broker import admin_client, key_prefix
+from jobs.models import Run
+
+log = logging.getLogger(__name__)
+REJECTED_KEY = "platform:metrics:results_rejected"
+
+
+def count_rejection(reason: str) -> None:
+    try:
+        admin_client().hincrby(REJECTED_KEY, reason, 1)
+    except redis.RedisError as exc:
+        log.warning("could not count a rejected result (%s): %s", reason, exc)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _line(name: str, value: float, **labels: object) -> str:
+    if labels:
+        inner = ",".join(f'{k}="{str(v).replace(chr(34), "")}"' for k, v in labels.items())
+        return f"{name}{{{inner}}} {value}"
+    return f"{name} {value}"
+
+
+def render() -> str:
+    lines: list[str] = []
+
+    def block(name: str, kind: str, help_text: str, rows: Iterable[str]) -> None:
+        lines.extend([f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *rows])
+
+    states = dict(Run.objects.values_list("status").annotate(n=Count("id")))
+    block("bench_runs", "gauge", "Runs by state.",
+          [_line("bench_runs", states.get(s, 0), state=s) for s in Run.Status.values])
+    finished = Run.objects.filter(status=Run.Status.SUCCEEDED, started_at__isnull=False,
+                                  finished_at__gte=timezone.now() - timedelta(hours=1))
+    durations = finished.aggregate(n=Count("id"), total=Sum(F("finished_at") - F("started_at")),
+                                   mean=Avg(F("finished_at") - F("started_at")))
+    total = durations["total"].total_seconds() if durations["total"] else 0.0
+    block("bench_run_duration_seconds", "summary", "Succeeded runs of the last hour.",
+          [_line("bench_run_duration_seconds_count", durations["n"]),
+           _line("bench_run_duration_seconds_sum", total)])
+    depths = []
+    try:
+        client = admin_client()
+        for node_id, name in Node.objects.filter(status=Node.Status.ACTIVE).values_list("pk", "name"):
+            depths.append(_line("bench_node_queue_depth", client.llen(f"{key_prefix(node_id)}runs"),
+                                node=name))
+        rejected = client.hgetall(REJECTED_KEY)
+    except redis.RedisError:
+        rejected = {}
+    block("bench_node_queue_depth", "gauge", "Messages waiting in each node's queue.", depths)
+    block("bench_results_rejected_total", "counter", "Results refused, by reason.",
+          [_line("bench_results_rejected_total", int(v), reason=_text(k)) for k, v in rejected.items()])
+    online = sum(1 for n in Node.objects.filter(status=Node.Status.ACTIVE) if n.online)
+    block("bench_nodes_online", "gauge", "Active nodes that heartbeated recently.",
+          [_line("bench_nodes_online", online)])
+    return "\n".join(lines) + "\n"
