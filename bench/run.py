@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -313,21 +312,14 @@ def main() -> int:
         seed = json.loads(platform.manage("seed_demo", f"--provider={PROVIDER}=local_dc"))
         bench = Bench(platform, seed, report)
         say(f"enrolling {args.workers} node workers")
-        enrolled = []
-        threads = []
-
-        def enrol(i: int) -> None:
-            enrolled.append(platform.enrol_loopback_node(bench.provider, "hangzhou", f"bench-{i:02d}"))
-
-        for i in range(args.workers):
-            threads.append(threading.Thread(target=enrol, args=(i,)))
-            threads[-1].start()
-        for t in threads:
-            t.join()
-        enrolled.sort()
-        first_id, _, first_worker = enrolled[0]
+        enrolled = [platform.enrol_loopback_node(bench.provider, "hangzhou", f"bench-{i:02d}",
+                                                 start_worker=False) for i in range(args.workers)]
+        workers = [platform.keep(procs.start_node_worker(config, platform.logs, f"node-{i:02d}"))
+                   for i, (_, config, _) in enumerate(enrolled)]
+        for worker in workers:
+            procs.wait_worker_ready(worker, timeout=300)
+        first_id, first_worker = enrolled[0][0], workers[0]
         time.sleep(5)
-        assert first_worker is not None
         bench.resources(first_worker)
         say("dispatch latency")
         bench.dispatch_latency(first_id, args.dispatch_jobs)

@@ -13,8 +13,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -123,26 +121,10 @@ class Demo:
             self.keep(procs.start_echo_server(echo_port, self.logs))
             self.platform.register_endpoint(region, "ref1", "127.0.0.1", iperf3_port, echo_port,
                                             None, str(report_log))
-            node_ids.append(self.enrol(api, seed["providers"][provider], region, name))
+            node_id, _, _ = self.platform.enrol_loopback_node(seed["providers"][provider], region, name)
+            say(f"node worker {name} (node {node_id}) is consuming its own queue")
+            node_ids.append(node_id)
         return node_ids
-
-    def enrol(self, api: str, provider: dict[str, Any], region: str, name: str) -> int:
-        """The provider's token, then `benchctl enroll` and `benchctl worker`, as on a host."""
-        headers = {"Authorization": f"Token {provider['token']}"}
-        config = VAR / f"{name}.json"
-        response = requests.post(
-            f"{api}/api/v1/providers/{provider['id']}/enrolment-tokens", headers=headers,
-            json={"region": region, "node_name": name}, timeout=10)
-        response.raise_for_status()
-        subprocess.run([sys.executable, "-m", "workers.cli", "--config", str(config), "enroll",
-                        "--url", api, "--token", response.json()["token"], "--address", "127.0.0.1",
-                        "--iperf3-port", str(procs.free_port())],
-                       cwd=REPO, env=self.platform.env, check=True)
-        worker = self.keep(procs.start_node_worker(config, self.logs, f"node-{name}"))
-        procs.wait_worker_ready(worker)
-        node_id = int(json.loads(config.read_text())["node_id"])
-        say(f"node worker {name} (node {node_id}) is consuming its own queue")
-        return node_id
 
     def benchmark(self, api: str, token: str, node_ids: list[int]) -> dict[str, Any]:
         headers = {"Authorization": f"Token {token}"}

@@ -81,10 +81,12 @@ class PlatformStack:
             json={"region": region, "node_name": name}, timeout=10)
         response.raise_for_status()
         config = self.var / f"{name}.json"
-        subprocess.run([sys.executable, "-m", "workers.cli", "--config", str(config), "enroll",
-                        "--url", self.api, "--token", response.json()["token"], "--address",
-                        "127.0.0.1", "--iperf3-port", str(procs.free_port())],
-                       cwd=REPO, env=self.env, check=True, capture_output=True)
+        done = subprocess.run([sys.executable, "-m", "workers.cli", "--config", str(config),
+                               "enroll", "--url", self.api, "--token", response.json()["token"],
+                               "--address", "127.0.0.1", "--iperf3-port", str(procs.free_port())],
+                              cwd=REPO, env=self.env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"benchctl enroll {name} failed: {done.stderr.strip()}")
         worker = None
         if start_worker:
             worker = self.keep(procs.start_node_worker(config, self.logs, f"node-{name}"))
@@ -108,7 +110,9 @@ class PlatformStack:
         self.manage("migrate", "--noinput")
         self.keep(procs.start("web", [
             sys.executable, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{web_port}",
-            "-w", "2", "--access-logfile", "-"], self.logs, self.env))
+            # Requests mostly wait on PostgreSQL and Redis: more workers than cores pays.
+            "-w", os.environ.get("WEB_CONCURRENCY", "4"), "--access-logfile", "-"],
+            self.logs, self.env))
         self.keep(procs.start("platform-worker", [
             sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "-B",
             "-Q", "platform", "-c", "1", "--loglevel", "INFO",
