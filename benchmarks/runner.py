@@ -47,6 +47,12 @@ def time_limit(seconds: float) -> Iterator[None]:
         _deadline = previous
 
 
+def check_time_limit() -> None:
+    """Raise ProbeTimeLimit when the current probe's time limit has passed."""
+    if _deadline is not None and time.monotonic() >= _deadline[0]:
+        raise ProbeTimeLimit(_deadline[1])
+
+
 class CommandNotFound(Exception):
     def __init__(self, program: str) -> None:
         super().__init__(f"{program} is not installed on this host")

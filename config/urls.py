@@ -10,6 +10,7 @@ urlpatterns = [
     path("nodes/<int:node_id>/", web.node_page, name="node-page"),
     path("providers/<int:provider_id>/", web.provider_page, name="provider-page"),
     path("jobs/<int:job_id>/", web.job_page, name="job-page"),
+    path("certification/", web.certification_page, name="certification-page"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include("api.urls")),

@@ -13,7 +13,7 @@ from benchmarks import metrics
 from fleet.models import Node, Provider, Region
 from jobs.models import BenchmarkJob
 from leaderboard import charts
-from leaderboard.models import LatestResult
+from leaderboard.models import Certificate, CertificationProfile, LatestResult
 from leaderboard.services import diagnosis, score
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
@@ -93,9 +93,17 @@ def provider_page(request: HttpRequest, provider_id: int) -> HttpResponse:
         rows, profile = ranked(Filters(provider=provider.name))
     board = entries(list(rows[:200]), profile)
     nodes = provider.nodes.select_related("region").order_by("name")
+    certificates = (Certificate.objects.filter(node__provider=provider).select_related("node")
+                    .order_by("-issued_at")[:100])
     return render(request, "leaderboard/provider.html", {
         "provider": provider, "board": board, "nodes": nodes, "profile": profile,
-        "metric": metrics.METRICS[filters.metric]})
+        "metric": metrics.METRICS[filters.metric], "certificates": certificates})
+
+
+def certification_page(request: HttpRequest) -> HttpResponse:
+    """The published certification profiles with their thresholds."""
+    profiles = CertificationProfile.objects.order_by("name", "-version")
+    return render(request, "leaderboard/certification.html", {"profiles": profiles})
 
 
 @login_required

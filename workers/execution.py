@@ -66,6 +66,9 @@ class LeaseKeeper:
     def report(self, probe: str, step: int, steps: int) -> None:
         if self.lost:
             raise Cancelled()
+        # Python code between commands is held to the probe's time limit here, at each step;
+        # commands are held to it by the runner, which kills their process groups.
+        runner.check_time_limit()
         self.progress = {"probe": probe, "step": step, "steps": steps}
         # Progress is shown live, but a fast probe must not flood the API.
         if time.monotonic() - self._last_sent > 0.5:

@@ -56,3 +56,11 @@ def test_a_command_dies_with_the_process_that_ran_it() -> None:
     parent.wait()
     time.sleep(0.5)
     assert pgrep(marker) == ""
+
+
+def test_python_steps_are_held_to_the_probe_time_limit_too() -> None:
+    with runner.time_limit(0.2):
+        runner.check_time_limit()  # not yet
+        time.sleep(0.3)
+        with pytest.raises(runner.ProbeTimeLimit, match="timed out after 0.2 s"):
+            runner.check_time_limit()

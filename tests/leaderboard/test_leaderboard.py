@@ -115,3 +115,9 @@ def test_the_web_page_shows_the_same_ranking(nodes: Any) -> None:
     html = Client().get("/?metric=network.tcp_throughput").content.decode()
     assert html.index("hz-2") < html.index("sz-1") < html.index("hz-1")
     assert "Guangdong" in html
+
+
+def test_the_certification_page_lists_the_published_thresholds(db: Any) -> None:
+    html = Client().get("/certification/").content.decode()
+    assert "single-node-training v1" in html and "multi-node-training v1" in html
+    assert "storage.randread_iops" in html and "&gt;= 10000" in html
