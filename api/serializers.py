@@ -236,10 +236,16 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     diagnosis = FindingSerializer(many=True)
 
 
-def entry_data(entry: Any) -> dict[str, Any]:
+def entries_data(entries: list[Any]) -> list[dict[str, Any]]:
+    # One list serializer for every node: a serializer per row cost most of the response time.
+    nodes = NodeSerializer([e.row.node for e in entries], many=True).data
+    return [entry_data(e, node) for e, node in zip(entries, nodes, strict=True)]
+
+
+def entry_data(entry: Any, node: Any) -> dict[str, Any]:
     row = entry.row
     return {
-        "rank": entry.rank, "node": NodeSerializer(row.node).data, "gpu_model": row.node.gpu_model,
+        "rank": entry.rank, "node": node, "gpu_model": row.node.gpu_model,
         "monthly_price_cny": row.node.monthly_price_cny, "metric": row.metric, "value": row.value,
         "unit": row.unit, "n": row.n, "p5": row.p5, "p95": row.p95, "measured_at": row.measured_at,
         "stale": entry.stale, "score": entry.score.as_dict(),

@@ -190,12 +190,19 @@ class Bench:
 
     def resources(self, worker: procs.Proc) -> None:
         self.report.target("idle node worker RSS", rss_mb(worker.popen.pid), "< 150 MB", "MB")
-        web = [p for p in psutil_children("gunicorn: worker")] or []
+        web = web_workers(self.platform)
         if web:
-            self.report.target("web worker RSS", max(rss_mb(p) for p in web), "-", "MB")
+            self.report.target("web worker RSS", max(rss_mb(p) for p in web), "-", "MB",
+                               workers=len(web))
         self.report.skipped("NVML sampler CPU", "no NVIDIA GPU on this host (the sampler needs NVML)")
 
     def suite_time(self, node_id: int) -> None:
+        # The network probe needs its region's reference endpoint: iperf3 and TCP echo.
+        iperf3_port, echo_port = procs.free_port(), procs.free_port()
+        self.platform.keep(procs.start_iperf3_server(iperf3_port, self.platform.logs))
+        self.platform.keep(procs.start_echo_server(echo_port, self.platform.logs))
+        self.platform.register_endpoint("hangzhou", "bench-ref", "127.0.0.1", iperf3_port,
+                                        echo_port, None)
         started = time.monotonic()
         job = self.wait(self.submit([node_id], "full", profile="quick",
                                     params={"training_ranks": 2}), poll=1)
@@ -233,8 +240,11 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def psutil_children(title: str) -> list[int]:
-    out = subprocess.run(["pgrep", "-f", title], capture_output=True, text=True, check=False).stdout
+def web_workers(platform: PlatformStack) -> list[int]:
+    """The gunicorn workers: children of the master the platform started."""
+    master = next(p.popen.pid for p in platform.started if p.name == "web")
+    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True,
+                         check=False).stdout
     return [int(p) for p in out.split()]
 
 

@@ -22,7 +22,7 @@ from api.serializers import (
     HistorySerializer,
     LeaderboardPageSerializer,
     NodeReportSerializer,
-    entry_data,
+    entries_data,
 )
 from fleet.models import Node
 from leaderboard.models import LatestResult
@@ -102,7 +102,7 @@ class LeaderboardView(LeaderboardBase):
             query = request.query_params.copy()
             query["cursor"] = encode_cursor(first_rank + len(page), last.value, last.node_id)
             next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
-        results = [entry_data(e) for e in entries(page, profile, first_rank)]
+        results = entries_data(entries(page, profile, first_rank))
         return Response({"metric": filters.metric, "profile": profile, "next": next_url,
                          "results": results})
 
