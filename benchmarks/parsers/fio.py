@@ -24,12 +24,12 @@ fio reports failures in three shapes, all of which become ``FioError``:
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from benchmarks.parsers import ParseError
+from benchmarks.parsers import json_fields as jf
 
 _P50 = "50.000000"
 _P99 = "99.000000"
@@ -78,19 +78,19 @@ def parse_fio(text: str) -> FioResult:
     document = _load_object(body)
     if "fio version" not in document:
         raise ParseError("not fio JSON output: no 'fio version' field")
-    version = _string(document, "fio version")
-    entries = _mappings(_sequence(document, "jobs"), "jobs")
+    version = jf.string(document, "fio version")
+    entries = jf.mappings(jf.sequence(document, "jobs"), "jobs")
     if not entries:
         raise ParseError("fio JSON output lists no jobs")
     _raise_job_errors(entries, messages)
 
-    reads = [_mapping(entry, "read") for entry in entries]
-    writes = [_mapping(entry, "write") for entry in entries]
+    reads = [jf.mapping(entry, "read") for entry in entries]
+    writes = [jf.mapping(entry, "write") for entry in entries]
     return FioResult(
-        read_iops=sum(_number(r, "iops") for r in reads),
-        write_iops=sum(_number(w, "iops") for w in writes),
-        read_bw_bytes=sum(_number(r, "bw_bytes") for r in reads),
-        write_bw_bytes=sum(_number(w, "bw_bytes") for w in writes),
+        read_iops=sum(jf.number(r, "iops") for r in reads),
+        write_iops=sum(jf.number(w, "iops") for w in writes),
+        read_bw_bytes=sum(jf.number(r, "bw_bytes") for r in reads),
+        write_bw_bytes=sum(jf.number(w, "bw_bytes") for w in writes),
         read_clat_p50_ns=_clat_percentile(reads, _P50),
         read_clat_p99_ns=_clat_percentile(reads, _P99),
         read_clat_p999_ns=_clat_percentile(reads, _P999),
@@ -113,7 +113,7 @@ def _raise_job_errors(entries: Sequence[Mapping[str, object]], messages: list[st
     failures: list[str] = []
     errnos: list[int] = []
     for entry in entries:
-        code = _count(entry, "error")
+        code = jf.count(entry, "error")
         if code:
             errnos.append(code)
             name = entry.get("jobname")
@@ -134,10 +134,10 @@ def _strerror(code: int) -> str:
 def _clat_percentile(reads: Sequence[Mapping[str, object]], key: str) -> float | None:
     values: list[float] = []
     for read in reads:
-        clat = _mapping(read, "clat_ns")
+        clat = jf.mapping(read, "clat_ns")
         # fio leaves out "percentile" when the job completed no reads.
         if "percentile" in clat:
-            values.append(_number(_mapping(clat, "percentile"), key))
+            values.append(jf.number(jf.mapping(clat, "percentile"), key))
     if not values:
         return None
     # Percentiles of separately reported jobs cannot be merged exactly without
@@ -152,8 +152,8 @@ def _job_count(entries: Sequence[Mapping[str, object]]) -> int:
     # (jobname, groupid) once gives the same figure in both cases.
     sections: dict[tuple[str, int], int] = {}
     for entry in entries:
-        key = (_string(entry, "jobname"), _count(entry, "groupid"))
-        options = _mapping(entry, "job options")
+        key = (jf.string(entry, "jobname"), jf.count(entry, "groupid"))
+        options = jf.mapping(entry, "job options")
         sections[key] = _numjobs(options)
     return sum(sections.values())
 
@@ -176,62 +176,3 @@ def _load_object(text: str) -> Mapping[str, object]:
     if not isinstance(document, Mapping):
         raise ParseError("fio JSON output must be an object")
     return document
-
-
-def _mapping(parent: Mapping[str, object], key: str) -> Mapping[str, object]:
-    value = _field(parent, key)
-    if not isinstance(value, Mapping):
-        raise ParseError(f"{key!r} must be an object")
-    return value
-
-
-def _mappings(items: Sequence[object], where: str) -> list[Mapping[str, object]]:
-    result: list[Mapping[str, object]] = []
-    for item in items:
-        if not isinstance(item, Mapping):
-            raise ParseError(f"every entry of {where!r} must be an object")
-        result.append(item)
-    return result
-
-
-def _sequence(parent: Mapping[str, object], key: str) -> Sequence[object]:
-    value = _field(parent, key)
-    if not isinstance(value, list):
-        raise ParseError(f"{key!r} must be an array")
-    return value
-
-
-def _number(parent: Mapping[str, object], key: str) -> float:
-    value = _field(parent, key)
-    # bool is an int subclass; true/false is never a measurement.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ParseError(f"{key!r} must be a number")
-    try:
-        result = float(value)
-    except OverflowError as exc:
-        raise ParseError(f"{key!r} is too large") from exc
-    # json.loads accepts NaN/Infinity, which no real measurement produces.
-    if not math.isfinite(result) or result < 0:
-        raise ParseError(f"{key!r} must be a finite non-negative number")
-    return result
-
-
-def _count(parent: Mapping[str, object], key: str) -> int:
-    value = _field(parent, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ParseError(f"{key!r} must be a non-negative integer")
-    return value
-
-
-def _string(parent: Mapping[str, object], key: str) -> str:
-    value = _field(parent, key)
-    if not isinstance(value, str):
-        raise ParseError(f"{key!r} must be a string")
-    return value
-
-
-def _field(parent: Mapping[str, object], key: str) -> object:
-    try:
-        return parent[key]
-    except KeyError as exc:
-        raise ParseError(f"missing field {key!r}") from exc

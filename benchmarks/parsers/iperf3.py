@@ -15,11 +15,11 @@ mostly empty sections; that becomes ``Iperf3Error``.
 """
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from benchmarks.parsers import ParseError
+from benchmarks.parsers import json_fields as jf
 
 _MICROSECONDS_PER_MILLISECOND = 1000.0
 
@@ -54,29 +54,29 @@ def parse_iperf3(text: str) -> Iperf3Result:
     document = _load_object(text)
     _raise_reported_error(document)
 
-    start = _mapping(document, "start")
-    test_start = _mapping(start, "test_start")
-    end = _mapping(document, "end")
-    sum_sent = _mapping(end, "sum_sent")
-    sum_received = _mapping(end, "sum_received")
+    start = jf.mapping(document, "start")
+    test_start = jf.mapping(start, "test_start")
+    end = jf.mapping(document, "end")
+    sum_sent = jf.mapping(end, "sum_sent")
+    sum_received = jf.mapping(end, "sum_received")
     reverse = _flag(test_start, "reverse")
 
     return Iperf3Result(
-        sender_bps=_number(sum_sent, "bits_per_second"),
+        sender_bps=jf.number(sum_sent, "bits_per_second"),
         # sum_received is what the receiving peer measured: the figure that
         # actually arrived, as opposed to what was pushed into the socket.
-        receiver_bps=_number(sum_received, "bits_per_second"),
+        receiver_bps=jf.number(sum_received, "bits_per_second"),
         retransmits=_optional_count(sum_sent, "retransmits"),
-        mean_rtt_ms=_mean_rtt_ms(_sequence(end, "streams"), reverse),
+        mean_rtt_ms=_mean_rtt_ms(jf.sequence(end, "streams"), reverse),
         # The measured length of the sending side, not the requested -t: the
         # two differ slightly and bits_per_second is computed over this one.
-        duration_s=_number(sum_sent, "seconds"),
-        streams=_count(test_start, "num_streams"),
+        duration_s=jf.number(sum_sent, "seconds"),
+        streams=jf.count(test_start, "num_streams"),
         reverse=reverse,
-        version=_string(start, "version"),
+        version=jf.string(start, "version"),
         intervals_bps=tuple(
-            _number(_mapping(interval, "sum"), "bits_per_second")
-            for interval in _mappings(_sequence(document, "intervals"), "intervals")
+            jf.number(jf.mapping(interval, "sum"), "bits_per_second")
+            for interval in jf.mappings(jf.sequence(document, "intervals"), "intervals")
         ),
     )
 
@@ -110,86 +110,32 @@ def _mean_rtt_ms(streams: Sequence[object], reverse: bool) -> float | None:
     if reverse:
         return None
     rtts_us: list[float] = []
-    for stream in _mappings(streams, "end.streams"):
-        sender = _mapping(stream, "sender")
+    for stream in jf.mappings(streams, "end.streams"):
+        sender = jf.mapping(stream, "sender")
         if "mean_rtt" not in sender:
             # UDP runs and non-Linux senders have no RTT at all.
             return None
-        rtts_us.append(_number(sender, "mean_rtt"))
+        rtts_us.append(jf.number(sender, "mean_rtt"))
     if not rtts_us:
         return None
     return sum(rtts_us) / len(rtts_us) / _MICROSECONDS_PER_MILLISECOND
 
 
-def _mapping(parent: Mapping[str, object], key: str) -> Mapping[str, object]:
-    value = _field(parent, key)
-    if not isinstance(value, Mapping):
-        raise ParseError(f"{key!r} must be an object")
-    return value
 
 
-def _mappings(items: Sequence[object], where: str) -> list[Mapping[str, object]]:
-    result: list[Mapping[str, object]] = []
-    for item in items:
-        if not isinstance(item, Mapping):
-            raise ParseError(f"every entry of {where!r} must be an object")
-        result.append(item)
-    return result
 
-
-def _sequence(parent: Mapping[str, object], key: str) -> Sequence[object]:
-    value = _field(parent, key)
-    if not isinstance(value, list):
-        raise ParseError(f"{key!r} must be an array")
-    return value
-
-
-def _number(parent: Mapping[str, object], key: str) -> float:
-    value = _field(parent, key)
-    # bool is an int subclass; true/false is never a measurement.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ParseError(f"{key!r} must be a number")
-    try:
-        result = float(value)
-    except OverflowError as exc:
-        raise ParseError(f"{key!r} is too large") from exc
-    # json.loads accepts NaN/Infinity, which no real measurement produces.
-    if not math.isfinite(result) or result < 0:
-        raise ParseError(f"{key!r} must be a finite non-negative number")
-    return result
-
-
-def _count(parent: Mapping[str, object], key: str) -> int:
-    value = _field(parent, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ParseError(f"{key!r} must be a non-negative integer")
-    return value
 
 
 def _optional_count(parent: Mapping[str, object], key: str) -> int | None:
     # Absent for UDP and for senders whose OS does not expose retransmits.
     if key not in parent:
         return None
-    return _count(parent, key)
+    return jf.count(parent, key)
 
 
 def _flag(parent: Mapping[str, object], key: str) -> bool:
     # iperf3 writes 0/1 here rather than JSON booleans; accept both.
-    value = _field(parent, key)
+    value = jf.field(parent, key)
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise ParseError(f"{key!r} must be 0/1 or a boolean")
-
-
-def _string(parent: Mapping[str, object], key: str) -> str:
-    value = _field(parent, key)
-    if not isinstance(value, str):
-        raise ParseError(f"{key!r} must be a string")
-    return value
-
-
-def _field(parent: Mapping[str, object], key: str) -> object:
-    try:
-        return parent[key]
-    except KeyError as exc:
-        raise ParseError(f"missing field {key!r}") from exc

@@ -1,6 +1,8 @@
-"""Platform metrics in Prometheus' text format (/metrics), and the rejection counters.
+"""The platform's own Prometheus metrics (beside django-prometheus' request metrics at
+/metrics), and the rejection counters.
 
-Counters live in Redis (admin connection), so every web worker adds to the same figure.
+Read from the database and Redis at scrape time by a collector, so every web worker reports
+the same figures; the rejection counters live in Redis for the same reason.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 import redis
 from django.db.models import Avg, Count, F, Sum
@@ -37,6 +40,18 @@ def _line(name: str, value: float, **labels: object) -> str:
         inner = ",".join(f'{k}="{str(v).replace(chr(34), "")}"' for k, v in labels.items())
         return f"{name}{{{inner}}} {value}"
     return f"{name} {value}"
+
+
+class PlatformCollector:
+    """A prometheus_client collector: the figures of render(), parsed into metric families."""
+
+    def collect(self) -> Iterable[Any]:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        yield from text_string_to_metric_families(render())
+
+    def describe(self) -> list[Any]:
+        return []  # collected at scrape time only (it reads the database)
 
 
 def render() -> str:

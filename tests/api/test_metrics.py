@@ -19,13 +19,18 @@ def test_metrics_count_runs_queue_depth_and_rejections(buyer: Any, enrol_node: A
     before = rejected(Client().get("/metrics").content.decode())
     one.client().post(f"/api/v1/node/runs/{run.pk}/result", {"attempt_id": "x"}, format="json")
     text = Client().get("/metrics").content.decode()
-    assert 'bench_runs{state="queued"} 3' in text
-    assert 'bench_node_queue_depth{node="hz-1"} 3' in text
+    assert value(text, 'bench_runs{state="queued"}') == 3
+    assert value(text, 'bench_node_queue_depth{node="hz-1"}') == 3
     assert rejected(text) == before + 1
+    assert "django_http_requests_total_by_method_total" in text  # django-prometheus
 
 
-def rejected(text: str) -> int:
+def value(text: str, series: str) -> float:
     for line in text.splitlines():
-        if line.startswith('bench_results_rejected_total{reason="invalid"}'):
-            return int(line.split()[-1])
-    return 0
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def rejected(text: str) -> float:
+    return value(text, 'bench_results_rejected_total{reason="invalid"}')

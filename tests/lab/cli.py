@@ -46,6 +46,8 @@ def up(spec_path: Path) -> None:
         for row in describe(lab):
             say(json.dumps(row))
         say(f"platform: {platform.api}  buyer token: {seed['buyer_token']}")
+        for name, provider in seed["providers"].items():
+            say(f"provider {name!r}: id {provider['id']}, owner's API token {provider['token']}")
         say("lab up; Ctrl-C tears it down")
         while True:
             time.sleep(3600)

@@ -35,6 +35,7 @@ class HostSpec:
     provider_kind: str = "cloud"
     rate_mbit: float | None = None  # tbf rate of the host's link, both directions
     delay_ms: float = 0.0  # added to TCP round trips to its region's reference (relay)
+    enrol: bool = True  # False: a bare host, for a person to enrol as a provider would
 
 
 @dataclass(frozen=True)

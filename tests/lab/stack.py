@@ -106,6 +106,8 @@ class LabStack:
     def enrol_nodes(self, api_url: str, provider_token: Callable[[str, str], tuple[int, str]]) -> None:
         """Enrol every node host through the real path, from inside its namespace."""
         for host in self.lab.spec.nodes():
+            if not host.enrol:
+                continue
             provider_id, token = provider_token(host.provider, host.provider_kind)
             response = requests.post(
                 f"{api_url}/api/v1/providers/{provider_id}/enrolment-tokens",
