@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from tests.lab import netlab
-from tests.lab.platform_stack import REPO, PlatformStack, say
+from tests.lab.platform_stack import REPO, PlatformStack, say, stop_on_sigterm
 from tests.lab.stack import LabStack, describe
 from workers.errors import CliError
 
@@ -28,6 +28,7 @@ def up(spec_path: Path) -> None:
         raise CliError("the lab needs root (ip netns, tc); run it with sudo")
     spec = netlab.load_spec(spec_path)
     VAR.mkdir(parents=True, exist_ok=True)
+    stop_on_sigterm()
     platform = PlatformStack(VAR, "benchlab", state_file=STATE)
     lab = LabStack(netlab.NetLab(spec), VAR / spec.name, 0, 0)
     try:

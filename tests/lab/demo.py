@@ -19,7 +19,7 @@ from typing import Any
 import requests
 
 from tests.lab import netlab, procs
-from tests.lab.platform_stack import PlatformStack, say
+from tests.lab.platform_stack import PlatformStack, say, stop_on_sigterm
 from tests.lab.stack import LabStack
 
 REPO = procs.REPO
@@ -187,6 +187,7 @@ def main() -> None:
                         help="plain loopback nodes even as root (no lab)")
     args = parser.parse_args()
     demo = Demo(loopback=args.loopback)
+    stop_on_sigterm()
     try:
         demo.run(wait=not args.no_wait)
     except KeyboardInterrupt:

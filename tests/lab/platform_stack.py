@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,14 @@ REPO = procs.REPO
 
 def say(message: str) -> None:
     print(f"==> {message}", flush=True)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (systemd, timeout, kill) tears down like Ctrl-C, so nothing is left running."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def fresh_database_url(name: str, var: Path) -> str:
