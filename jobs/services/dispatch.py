@@ -52,7 +52,10 @@ def publish_run(run_id: int, node_id: int) -> bool:
                 app.send_task(EXECUTE_RUN_TASK, args=[run_id], queue=settings.NODE_QUEUE,
                               connection=_connection(node_id), ignore_result=True)
     except Exception as exc:  # noqa: BLE001 - any broker failure leaves it to the sweeper
-        log.warning("publishing run %s to node %s failed: %s", run_id, node_id, exc)
+        log.warning("publishing run %s to node %s failed: %s", run_id, node_id, exc,
+                    extra={"run_id": run_id, "node_id": node_id})
         return False
     Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
+    log.info("published run %s to node %s", run_id, node_id,
+             extra={"run_id": run_id, "node_id": node_id})
     return True

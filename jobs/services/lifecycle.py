@@ -101,6 +101,9 @@ def claim(node: Node, run_id: int) -> Claim:
         run.started_at = run.started_at or now
         run.progress = {}
         run.save()
+    log.info("run %s claimed by node %s (attempt %s)", run.pk, node.pk, attempt.number,
+             extra={"run_id": run.pk, "job_id": run.job_id, "node_id": node.pk,
+                    "attempt_id": attempt.id})
     return Claim(run=run, attempt=attempt)
 
 
@@ -129,7 +132,9 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
             return False  # the same attempt posted twice (a retry): stored once already
         if run.status != Run.Status.RUNNING or run.current_attempt != attempt.id:
             log.warning("rejected late result for run %s from attempt %s (run is %s)",
-                        run_id, attempt_id, run.status)
+                        run_id, attempt_id, run.status,
+                        extra={"run_id": run_id, "job_id": run.job_id, "node_id": node.pk,
+                               "attempt_id": attempt_id})
             raise LifecycleError(
                 f"attempt {attempt_id} is no longer current for run {run_id} "
                 f"(run is {run.status}); result not stored", 409)
@@ -144,6 +149,8 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
             record_latest(run, stored)
         # A certification run is judged once its job's runs have all finished.
         transaction.on_commit(lambda: on_job_finished(run.job_id))
+        log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
+                                                     "node_id": node.pk, "attempt_id": attempt.id})
         if inventory:
             Node.objects.filter(pk=node.pk).update(inventory=inventory,
                                                     gpu_model=Node.gpu_model_of(inventory))
