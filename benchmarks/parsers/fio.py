@@ -23,7 +23,6 @@ fio reports failures in three shapes, all of which become ``FioError``:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -75,7 +74,7 @@ def parse_fio(text: str) -> FioResult:
             raise FioError("fio failed before running any job: " + "; ".join(messages))
         raise ParseError("no fio JSON output found")
 
-    document = _load_object(body)
+    document = jf.load_object(body, "fio")
     if "fio version" not in document:
         raise ParseError("not fio JSON output: no 'fio version' field")
     version = jf.string(document, "fio version")
@@ -164,15 +163,3 @@ def _numjobs(options: Mapping[str, object]) -> int:
         return int(value)
     raise ParseError("'numjobs' must be a decimal string")
 
-
-def _load_object(text: str) -> Mapping[str, object]:
-    try:
-        document: object = json.loads(text)
-    except RecursionError as exc:
-        raise ParseError("JSON nested too deeply") from exc
-    except ValueError as exc:
-        # JSONDecodeError, and also the int-digits limit on huge integers.
-        raise ParseError(f"not valid JSON: {exc}") from exc
-    if not isinstance(document, Mapping):
-        raise ParseError("fio JSON output must be an object")
-    return document

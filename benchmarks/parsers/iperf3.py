@@ -51,7 +51,7 @@ class Iperf3Result:
 
 def parse_iperf3(text: str) -> Iperf3Result:
     """Parse the stdout of one ``iperf3 -c ... -J`` client run."""
-    document = _load_object(text)
+    document = jf.load_object(text, "iperf3")
     _raise_reported_error(document)
 
     start = jf.mapping(document, "start")
@@ -80,19 +80,6 @@ def parse_iperf3(text: str) -> Iperf3Result:
         ),
     )
 
-
-def _load_object(text: str) -> Mapping[str, object]:
-    try:
-        document: object = json.loads(text)
-    except RecursionError as exc:
-        # Deeply nested input blows the decoder's stack before it can fail.
-        raise ParseError("JSON nested too deeply") from exc
-    except ValueError as exc:
-        # JSONDecodeError, and also the int-digits limit on huge integers.
-        raise ParseError(f"not valid JSON: {exc}") from exc
-    if not isinstance(document, Mapping):
-        raise ParseError("iperf3 JSON output must be an object")
-    return document
 
 
 def _raise_reported_error(document: Mapping[str, object]) -> None:

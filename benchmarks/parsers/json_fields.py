@@ -6,10 +6,26 @@ TypeError or a NaN out of untrusted output.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 
 from benchmarks.parsers import ParseError
+
+
+def load_object(text: str, tool: str) -> Mapping[str, object]:
+    """The top-level JSON object of ``tool``'s output."""
+    try:
+        document: object = json.loads(text)
+    except RecursionError as exc:
+        # Deeply nested input blows the decoder's stack before it can fail.
+        raise ParseError("JSON nested too deeply") from exc
+    except ValueError as exc:
+        # JSONDecodeError, and also the int-digits limit on huge integers.
+        raise ParseError(f"not valid JSON: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise ParseError(f"{tool} JSON output must be an object")
+    return document
 
 
 def field(parent: Mapping[str, object], key: str) -> object:
