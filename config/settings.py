@@ -195,6 +195,9 @@ RUN_LEASE_SECONDS = envint("RUN_LEASE_SECONDS", 60)
 RUN_MAX_ATTEMPTS = envint("RUN_MAX_ATTEMPTS", 3)
 # A queued run its node has not started in this long fails, with the reason.
 RUN_QUEUE_TIMEOUT_SECONDS = envint("RUN_QUEUE_TIMEOUT_SECONDS", 24 * 3600)
+# An online node that has left its queued runs untouched this long lost their messages:
+# the sweeper publishes them again.
+RUN_REDISPATCH_SECONDS = envint("RUN_REDISPATCH_SECONDS", 120)
 # Node workers heartbeat this often; a node missing NODE_OFFLINE_AFTER seconds is offline.
 NODE_HEARTBEAT_SECONDS = envint("NODE_HEARTBEAT_SECONDS", 30)
 NODE_OFFLINE_AFTER_SECONDS = envint("NODE_OFFLINE_AFTER_SECONDS", 90)

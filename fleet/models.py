@@ -47,11 +47,12 @@ class ReferenceEndpoint(models.Model):
 
     @staticmethod
     def for_node(node: Node) -> list[ReferenceEndpoint]:
-        endpoints = ReferenceEndpoint.objects.select_related("region")
-        dedicated = list(endpoints.filter(node=node))
-        if dedicated:
-            return dedicated
-        return list(endpoints.filter(region_id=node.region_id, node__isnull=True))
+        # One query for both kinds; the node's dedicated endpoints win over its region's.
+        endpoints = list(ReferenceEndpoint.objects.select_related("region").filter(
+            models.Q(node=node) | models.Q(region_id=node.region_id, node__isnull=True))
+            .order_by("id"))
+        dedicated = [e for e in endpoints if e.node_id == node.pk]
+        return dedicated or endpoints
 
 
 class Provider(models.Model):

@@ -35,7 +35,7 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         body = BenchmarkRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            job, _ = submission.submit(
+            job, created = submission.submit(
                 current_user(request), body.validated_data["nodes"], body.validated_data["suite"],
                 body.validated_data["params"],
                 idempotency_key=request.headers.get("Idempotency-Key", "")[:128],
@@ -43,7 +43,8 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             )
         except submission.SubmissionError as exc:
             return error(str(exc), exc.status, {exc.field: str(exc)} if exc.field else None)
-        job = self.get_queryset().get(pk=job.pk)
+        if not created:  # an earlier request's job, as it stands now
+            job = self.get_queryset().get(pk=job.pk)
         data = BenchmarkJobSerializer(job, context={"request": request}).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
 

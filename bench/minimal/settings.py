@@ -11,7 +11,9 @@ INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "rest_fr
                   "bench.minimal"]
 MIDDLEWARE: list[str] = []
 ROOT_URLCONF = "bench.minimal.urls"
-DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+# The platform's connection policy: kept connections, checked before use.
+DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60,
+                                              conn_health_checks=True)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 REST_FRAMEWORK: dict[str, object] = {"DEFAULT_AUTHENTICATION_CLASSES": [], "DEFAULT_PERMISSION_CLASSES": [],

@@ -12,7 +12,12 @@ import secrets
 
 
 def new_secret() -> str:
-    return secrets.token_urlsafe(32)
+    # One in 64 URL-safe secrets starts with "-", which a command line takes for an option
+    # (`benchctl enroll --token -x...` failed): draw again.
+    while True:
+        secret = secrets.token_urlsafe(32)
+        if not secret.startswith("-"):
+            return secret
 
 
 def digest(secret: str) -> str:

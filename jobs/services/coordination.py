@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from fleet.models import Node
 from jobs.models import BarrierArrival, BenchmarkJob, Run
 
 RENDEZVOUS_PORT_BASE = 29500
@@ -17,9 +18,12 @@ RENDEZVOUS_PORTS = 400
 def mesh(job: BenchmarkJob) -> list[dict[str, Any]]:
     """The job's nodes with their ranks (by run order) and where peers reach them."""
     runs = job.runs.select_related("node").order_by("id")
-    return [{"rank": i, "node_id": r.node_id, "name": r.node.name,
-             "host": r.node.address or "", "iperf3_port": r.node.iperf3_port}
-            for i, r in enumerate(runs)]
+    return [mesh_entry(i, r.node) for i, r in enumerate(runs)]
+
+
+def mesh_entry(rank: int, node: Node) -> dict[str, Any]:
+    return {"rank": rank, "node_id": node.pk, "name": node.name, "host": node.address or "",
+            "iperf3_port": node.iperf3_port}
 
 
 def rendezvous(job: BenchmarkJob, nodes: list[dict[str, Any]]) -> dict[str, Any] | None:

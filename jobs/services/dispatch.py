@@ -1,7 +1,9 @@
 """Publishing runs into a node's own key prefix on Redis.
 
-Redis is only a delivery mechanism: a run whose publish failed keeps dispatched_at empty
-and the sweeper publishes it again from the database.
+Redis is only a delivery mechanism. A run is written with dispatched_at already set (the
+time its publish was attempted), so a good publish costs no further write; a failed one
+clears it, and the sweeper publishes every run without it again from the database, as it
+does runs an online, idle node has left queued (a message lost some other way).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 from kombu import Connection
 
 from config.celery_app import app
@@ -38,7 +39,10 @@ def _connection(node_id: int) -> Any:
 
 
 def publish_run(run_id: int, node_id: int) -> bool:
-    """Send one run to its node's queue; True when the broker took it."""
+    """Send one run to its node's queue; True when the broker took it.
+
+    The caller has set the run's dispatched_at; it is cleared here when the publish fails.
+    """
     try:
         with _lock:
             conn = _connection(node_id)
@@ -54,8 +58,8 @@ def publish_run(run_id: int, node_id: int) -> bool:
     except Exception as exc:  # noqa: BLE001 - any broker failure leaves it to the sweeper
         log.warning("publishing run %s to node %s failed: %s", run_id, node_id, exc,
                     extra={"run_id": run_id, "node_id": node_id})
+        Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(dispatched_at=None)
         return False
-    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
     log.info("published run %s to node %s", run_id, node_id,
              extra={"run_id": run_id, "node_id": node_id})
     return True

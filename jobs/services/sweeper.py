@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from fleet.models import Node
@@ -24,6 +25,7 @@ class SweepReport:
     given_up: int = 0
     republished: int = 0
     timed_out: int = 0
+    stuck: int = 0
 
 
 def sweep() -> SweepReport:
@@ -59,13 +61,16 @@ def sweep() -> SweepReport:
             run.lease_expires_at = None
             run.save()
     report.timed_out = fail_unstarted(now)
-    pending = (Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
-                                  dispatched_at__isnull=True)
-               .values_list("pk", "node_id")[:1000])
+    report.stuck = forget_stuck_dispatches(now)
+    pending = list(Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
+                                      dispatched_at__isnull=True)
+                   .values_list("pk", "node_id")[:1000])
+    Run.objects.filter(pk__in=[run_id for run_id, _ in pending]).update(dispatched_at=now)
     for run_id, node_id in pending:
         if publish_run(run_id, node_id):
             report.republished += 1
-    if report.expired or report.given_up or report.republished or report.timed_out:
+    if report.expired or report.given_up or report.republished or report.timed_out \
+            or report.stuck:
         log.info("sweep: %s", report)
     return report
 
@@ -86,3 +91,19 @@ def fail_unstarted(now: datetime) -> int:
                   f"(last seen {seen})" if not node.online else
                   f"not started within {limit} s: node {node.name} did not take it")
     return failed
+
+
+def forget_stuck_dispatches(now: datetime) -> int:
+    """Mark for republishing the queued runs of nodes that are online but have done nothing
+    for RUN_REDISPATCH_SECONDS: their messages were lost on the way (the web process died
+    between its commit and its publish, say). A duplicate message is harmless: the second
+    claim of a run is refused."""
+    quiet_since = now - timedelta(seconds=settings.RUN_REDISPATCH_SECONDS)
+    node_busy = Run.objects.filter(node=OuterRef("node"), status=Run.Status.RUNNING)
+    node_worked = Run.objects.filter(node=OuterRef("node"), finished_at__gte=quiet_since)
+    online_since = now - timedelta(seconds=settings.NODE_OFFLINE_AFTER_SECONDS)
+    return (Run.objects.filter(status=Run.Status.QUEUED, dispatched_at__lt=quiet_since,
+                               node__status=Node.Status.ACTIVE,
+                               node__last_seen_at__gte=online_since)
+            .exclude(Exists(node_busy)).exclude(Exists(node_worked))
+            .update(dispatched_at=None))

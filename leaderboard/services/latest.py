@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from django.utils import timezone
+
 from benchmarks import metrics
 from leaderboard.models import LatestResult
 
@@ -26,11 +28,11 @@ def worst_per_metric(samples: Iterable[Sample]) -> list[Sample]:
 
 
 def record_latest(run: Run, samples: Iterable[Sample]) -> None:
-    measured_at = run.finished_at
-    for sample in worst_per_metric(samples):
-        LatestResult.objects.update_or_create(
-            node_id=run.node_id, metric=sample.metric, profile=run.job.profile,
-            defaults={"value": sample.value, "unit": sample.unit, "n": sample.n,
-                      "p5": sample.p5, "p95": sample.p95, "cv": sample.cv, "run": run,
-                      "measured_at": measured_at},
-        )
+    """Upsert the node's latest value per metric: one INSERT .. ON CONFLICT for the run."""
+    rows = [LatestResult(node_id=run.node_id, metric=s.metric, profile=run.job.profile,
+                         value=s.value, unit=s.unit, n=s.n, p5=s.p5, p95=s.p95, cv=s.cv,
+                         run=run, measured_at=run.finished_at or timezone.now())
+            for s in worst_per_metric(samples)]
+    LatestResult.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["node", "metric", "profile"],
+        update_fields=["value", "unit", "n", "p5", "p95", "cv", "run", "measured_at"])

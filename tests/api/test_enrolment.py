@@ -75,3 +75,8 @@ def test_benchctl_enroll_saves_the_credentials_with_mode_0600(
     again = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
     assert again.returncode == 2
     assert "already used" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_secrets_never_start_with_a_dash_that_a_command_line_takes_for_an_option() -> None:
+    # Without the redraw, about 31 of 2,000 URL-safe secrets would start with "-".
+    assert not [s for s in (secrets.new_secret() for _ in range(2000)) if s.startswith("-")]

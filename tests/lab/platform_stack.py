@@ -117,11 +117,7 @@ class PlatformStack:
         self.env["PUBLIC_API_URL"] = self.api
         say("migrating the database")
         self.manage("migrate", "--noinput")
-        self.keep(procs.start("web", [
-            sys.executable, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{web_port}",
-            # Requests mostly wait on PostgreSQL and Redis: more workers than cores pays.
-            "-w", os.environ.get("WEB_CONCURRENCY", "4"), "--access-logfile", "-"],
-            self.logs, self.env))
+        self.keep(procs.start("web", gunicorn_argv("config.wsgi", web_port), self.logs, self.env))
         self.keep(procs.start("platform-worker", [
             sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "-B",
             "-Q", "platform", "-c", "1", "--loglevel", "INFO",
@@ -133,6 +129,13 @@ class PlatformStack:
         for proc in reversed(self.started):
             proc.stop(timeout=5)
         self.started.clear()
+
+
+def gunicorn_argv(wsgi_module: str, port: int) -> list[str]:
+    """How the platform's web server runs here (and make bench's baseline app, alike)."""
+    return [sys.executable, "-m", "gunicorn", wsgi_module, "-b", f"127.0.0.1:{port}",
+            # Requests mostly wait on PostgreSQL and Redis: more workers than cores pays.
+            "-w", os.environ.get("WEB_CONCURRENCY", "4"), "--access-logfile", "-"]
 
 
 def _up(url: str) -> bool:
