@@ -59,7 +59,8 @@ class ClaimView(NodeView):
             claim = lifecycle.claim(self.node, run_id)
         except lifecycle.LifecycleError as exc:
             return error(str(exc), exc.status, code=exc.code, retry_after=exc.retry_after)
-        return Response(RunSpecSerializer(claim.spec()).data)
+        # spec() is built of plain JSON types already; RunSpecSerializer documents it.
+        return Response(claim.spec())
 
 
 class ProgressView(NodeView):

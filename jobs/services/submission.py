@@ -19,6 +19,12 @@ from fleet.models import Node
 from jobs.models import BenchmarkJob, Run
 from jobs.services.dispatch import publish_run
 
+# What a submission's response shows of its nodes (NodeSerializer): the rest, the
+# inventory above all, is not read.
+RESPONSE_NODE_FIELDS = ("id", "name", "status", "enrolled_at", "last_seen_at", "revoked_reason",
+                        "provider__name", "provider__kind", "region__code", "region__province",
+                        "region__city")
+
 
 class SubmissionError(Exception):
     def __init__(self, message: str, status: int = 400, field: str | None = None) -> None:
@@ -55,7 +61,7 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
     unique_ids = list(dict.fromkeys(node_ids))
     # One query for the nodes, what the response shows of them, and their queue depth.
     nodes = {n.pk: n for n in Node.objects.filter(pk__in=unique_ids, status=Node.Status.ACTIVE)
-             .select_related("provider", "region")
+             .select_related("provider", "region").only(*RESPONSE_NODE_FIELDS)
              .annotate(queued=_queued_runs())}
     missing = [i for i in unique_ids if i not in nodes]
     if missing:
