@@ -17,7 +17,9 @@ RENDEZVOUS_PORTS = 400
 
 def mesh(job: BenchmarkJob) -> list[dict[str, Any]]:
     """The job's nodes with their ranks (by run order) and where peers reach them."""
-    runs = job.runs.select_related("node").order_by("id")
+    # Only what a peer needs: a node's full row carries its inventory, parsed for nothing.
+    runs = (job.runs.select_related("node").order_by("id")
+            .only("id", "node", "node__name", "node__address", "node__iperf3_port"))
     return [mesh_entry(i, r.node) for i, r in enumerate(runs)]
 
 
