@@ -6,11 +6,13 @@ started (epoch seconds) into the Redis list ``bench:bare:started``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import redis
 from celery import Celery
+from celery.signals import worker_ready
 
 
 def make_app(url: str) -> Celery:
@@ -19,6 +21,12 @@ def make_app(url: str) -> Celery:
                     worker_enable_remote_control=False, worker_send_task_events=False,
                     broker_connection_retry_on_startup=True, task_default_queue="bench-bare")
     client = redis.Redis.from_url(url)
+
+    @worker_ready.connect(weak=False)
+    def ready(**_: object) -> None:
+        # The bench starts timing only once every worker has said so: a start-up (slow on a
+        # fresh clone, which compiles every module first) is not throughput.
+        client.rpush("bench:bare:ready", os.getpid())
 
     @app.task(name="bench.bare.started")
     def started(sent_at: float) -> None:

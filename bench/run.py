@@ -90,10 +90,15 @@ class Bench:
         raise TimeoutError(url)
 
     def bare_workers(self, count: int) -> list[procs.Proc]:
-        return [self.platform.keep(procs.start(f"bare-{i}", [sys.executable, "-m", "bench.bare",
-                                                              "worker", self.redis_url],
-                                               self.platform.logs, {"PYTHONPATH": str(REPO)}))
-                for i in range(count)]
+        """Started, and waited for until every one of them is ready to take tasks."""
+        client = redis.Redis.from_url(self.redis_url)
+        client.delete("bench:bare:ready")
+        workers = [self.platform.keep(procs.start(f"bare-{i}", [
+            sys.executable, "-m", "bench.bare", "worker", self.redis_url],
+            self.platform.logs, {"PYTHONPATH": str(REPO)})) for i in range(count)]
+        procs.wait_for(lambda: client.llen("bench:bare:ready") >= count, 300,
+                       f"{count} bare Celery workers to be ready")
+        return workers
 
     def dispatch_latency(self, node_id: int, jobs: int) -> None:
         """Ours and bare Celery alternate in blocks of ten, so both see the same machine."""
@@ -103,7 +108,6 @@ class Bench:
         client = redis.Redis.from_url(self.redis_url)
         client.delete("bench:bare:started")
         workers = self.bare_workers(1)
-        time.sleep(3)  # its start-up is not dispatch
         ours: list[float] = []
         bare: list[float] = []
         stages: list[tuple[float, float, float, float]] = []
@@ -200,7 +204,6 @@ class Bench:
         client = redis.Redis.from_url(self.redis_url)
         client.delete("bench:bare:started")
         workers = self.bare_workers(len(node_ids))
-        time.sleep(8)
         started = time.monotonic()
         for _ in range(runs):
             app.send_task("bench.bare.started", args=[time.time()], queue="bench-bare")
