@@ -26,7 +26,9 @@ from typing import Any
 import psycopg
 import redis
 import requests
+from celery import Celery
 
+from bench.bare import make_app as make_bare_app
 from benchmarks.sample import percentile
 from tests.lab import procs
 from tests.lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
@@ -89,25 +91,21 @@ class Bench:
             time.sleep(poll)
         raise TimeoutError(url)
 
-    def bare_workers(self, count: int) -> list[procs.Proc]:
-        """Started, and waited for until every one of them is ready to take tasks."""
+    def bare_celery(self, count: int) -> tuple[Celery, redis.Redis, list[procs.Proc]]:
+        """The baseline: its app, a Redis client, and ``count`` workers, each ready to take
+        tasks, with the list they record task starts in emptied."""
         client = redis.Redis.from_url(self.redis_url)
-        client.delete("bench:bare:ready")
+        client.delete("bench:bare:ready", "bench:bare:started")
         workers = [self.platform.keep(procs.start(f"bare-{i}", [
             sys.executable, "-m", "bench.bare", "worker", self.redis_url],
             self.platform.logs, {"PYTHONPATH": str(REPO)})) for i in range(count)]
         procs.wait_for(lambda: client.llen("bench:bare:ready") >= count, 300,
                        f"{count} bare Celery workers to be ready")
-        return workers
+        return make_bare_app(self.redis_url), client, workers
 
     def dispatch_latency(self, node_id: int, jobs: int) -> None:
         """Ours and bare Celery alternate in blocks of ten, so both see the same machine."""
-        from bench.bare import make_app
-
-        app = make_app(self.redis_url)
-        client = redis.Redis.from_url(self.redis_url)
-        client.delete("bench:bare:started")
-        workers = self.bare_workers(1)
+        app, client, workers = self.bare_celery(1)
         ours: list[float] = []
         bare: list[float] = []
         stages: list[tuple[float, float, float, float]] = []
@@ -160,16 +158,14 @@ class Bench:
         minimal = self.minimal_app()
         base = wrk(f"{minimal}/items", body, "", seconds)
         ours = wrk(f"{self.api}/api/v1/benchmarks", body, self.buyer["Authorization"], seconds)
-        with psycopg.connect(self.platform.env["DATABASE_URL"], autocommit=True) as conn:
-            conn.execute("UPDATE jobs_run SET status = 'cancelled' WHERE node_id = %s"
-                         " AND status = 'queued'", (node_id,))
+        self.db.execute("UPDATE jobs_run SET status = 'cancelled' WHERE node_id = %s"
+                        " AND status = 'queued'", (node_id,))
         self.report.ratio("submission throughput", ours["rps"], base["rps"], "requests/s",
                           p99=f"{ours['p99_ms']} ms (baseline {base['p99_ms']} ms)",
                           target="at least 0.7")
 
     def minimal_app(self) -> str:
-        env = {**self.platform.env, "DJANGO_SETTINGS_MODULE": "bench.minimal.settings",
-               "DATABASE_URL": self.platform.env["DATABASE_URL"]}
+        env = {**self.platform.env, "DJANGO_SETTINGS_MODULE": "bench.minimal.settings"}
         subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput"], cwd=REPO, env=env,
                        check=True, capture_output=True)
         port = procs.free_port()
@@ -198,12 +194,7 @@ class Bench:
         ours = runs / (time.monotonic() - started)
         if row[0] != runs:
             raise RuntimeError(f"only {row[0]} of {runs} no-op runs succeeded")
-        from bench.bare import make_app
-
-        app = make_app(self.redis_url)
-        client = redis.Redis.from_url(self.redis_url)
-        client.delete("bench:bare:started")
-        workers = self.bare_workers(len(node_ids))
+        app, client, workers = self.bare_celery(len(node_ids))
         started = time.monotonic()
         for _ in range(runs):
             app.send_task("bench.bare.started", args=[time.time()], queue="bench-bare")
