@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.suites import PROFILES, SUITES
 from workers import config as node_config
 from workers import inventory
 from workers.api_client import ApiError, enrol
 from workers.errors import CliError
+
+# What client_cli.print_rows writes; one list for every command that takes --format.
+FORMATS = ["table", "json", "csv"]
 
 
 def cmd_enroll(args: argparse.Namespace) -> int:
@@ -184,11 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
     client_args(submit)
     submit.add_argument("--nodes", required=True, help="node ids, e.g. 3,7")
     submit.add_argument("--suite", default="network",
-                        choices=["network", "storage", "training", "gpu", "full", "noop"])
-    submit.add_argument("--profile", default="default", choices=["default", "quick"])
+                        choices=list(SUITES))
+    submit.add_argument("--profile", default="default", choices=list(PROFILES))
     submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     submit.add_argument("--wait", action="store_true", help="live progress, then the results")
-    submit.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    submit.add_argument("--format", default="table", choices=FORMATS)
     submit.set_defaults(func=cmd_submit)
 
     status = sub.add_parser("status", help="a job's runs and where they are")
@@ -199,20 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
     results = sub.add_parser("results", help="a job's figures")
     client_args(results)
     results.add_argument("job", type=int)
-    results.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    results.add_argument("--format", default="table", choices=FORMATS)
     results.set_defaults(func=cmd_results)
 
     compare = sub.add_parser("compare", help="nodes side by side, with the winner per metric")
     client_args(compare)
     compare.add_argument("nodes", nargs="+", help="node ids")
-    compare.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    compare.add_argument("--format", default="table", choices=FORMATS)
     compare.set_defaults(func=cmd_compare)
 
     board = sub.add_parser("leaderboard", help="the shared leaderboard")
     client_args(board)
     board.add_argument("--metric", default="network.tcp_throughput")
     board.add_argument("--region", default="", help="province (zhejiang) or city (hangzhou)")
-    board.add_argument("--format", default="table", choices=["table", "json", "csv"])
+    board.add_argument("--format", default="table", choices=FORMATS)
     board.set_defaults(func=cmd_leaderboard)
 
     doctor = sub.add_parser("doctor", help="check this host: tools, GPU, broker, API, clock")
