@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import redis
-from django.db.models import Avg, Count, F, Sum
+from django.db.models import Count, F, Sum
 from django.utils import timezone
 
 from fleet.models import Node
@@ -65,8 +65,7 @@ def render() -> str:
           [_line("bench_runs", states.get(s, 0), state=s) for s in Run.Status.values])
     finished = Run.objects.filter(status=Run.Status.SUCCEEDED, started_at__isnull=False,
                                   finished_at__gte=timezone.now() - timedelta(hours=1))
-    durations = finished.aggregate(n=Count("id"), total=Sum(F("finished_at") - F("started_at")),
-                                   mean=Avg(F("finished_at") - F("started_at")))
+    durations = finished.aggregate(n=Count("id"), total=Sum(F("finished_at") - F("started_at")))
     total = durations["total"].total_seconds() if durations["total"] else 0.0
     block("bench_run_duration_seconds", "summary", "Succeeded runs of the last hour.",
           [_line("bench_run_duration_seconds_count", durations["n"]),
