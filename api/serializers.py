@@ -167,9 +167,6 @@ class RunResultSerializer(serializers.Serializer[Any]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["status"] == "succeeded" and not attrs["samples"]:
             raise serializers.ValidationError({"samples": "a succeeded run needs samples"})
-        implausible = intake.link_errors(attrs["samples"], attrs["inventory"])
-        if implausible:
-            raise serializers.ValidationError({"samples": implausible})
         return attrs
 
 
@@ -217,7 +214,7 @@ class FindingSerializer(serializers.Serializer[Any]):
 
 
 class LeaderboardEntrySerializer(serializers.Serializer[Any]):
-    rank = serializers.IntegerField()
+    rank = serializers.IntegerField(allow_null=True, help_text="null: listed apart, unranked")
     node = NodeSerializer()
     gpu_model = serializers.CharField()
     monthly_price_cny = serializers.IntegerField(allow_null=True)
@@ -229,11 +226,23 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     p95 = serializers.FloatField(allow_null=True)
     measured_at = serializers.DateTimeField()
     stale = serializers.BooleanField()
+    runs = serializers.IntegerField(help_text="ranked runs the value is the median of")
+    run_min = serializers.FloatField(allow_null=True, help_text="lowest of those runs")
+    run_max = serializers.FloatField(allow_null=True, help_text="highest of those runs")
+    evidence = serializers.ChoiceField(choices=["platform-verified", "host-reported"])
+    evidence_source = serializers.CharField(
+        allow_blank=True, help_text="the reference endpoint record that matched")
+    requested_by = serializers.CharField(
+        help_text="who asked for those runs: buyer, provider (the node's own), platform")
     score = ScoreSerializer()
     price_per_score = serializers.FloatField(allow_null=True, help_text="CNY/month per score point")
     price_per_throughput = serializers.FloatField(
         allow_null=True, help_text="CNY/month per training sample/s")
     diagnosis = FindingSerializer(many=True)
+
+
+def evidence_label(row: Any) -> str:
+    return "platform-verified" if row.verified else "host-reported"
 
 
 def entries_data(entries: list[Any]) -> list[dict[str, Any]]:
@@ -248,7 +257,9 @@ def entry_data(entry: Any, node: Any) -> dict[str, Any]:
         "rank": entry.rank, "node": node, "gpu_model": row.node.gpu_model,
         "monthly_price_cny": row.node.monthly_price_cny, "metric": row.metric, "value": row.value,
         "unit": row.unit, "n": row.n, "p5": row.p5, "p95": row.p95, "measured_at": row.measured_at,
-        "stale": entry.stale, "score": entry.score.as_dict(),
+        "stale": entry.stale, "runs": row.runs, "run_min": row.run_min, "run_max": row.run_max,
+        "evidence": evidence_label(row), "evidence_source": row.evidence_source,
+        "requested_by": row.requested_by, "score": entry.score.as_dict(),
         "price_per_score": entry.price_per_score, "price_per_throughput": entry.price_per_throughput,
         "diagnosis": [f.__dict__ for f in entry.findings],
     }
@@ -257,8 +268,13 @@ def entry_data(entry: Any, node: Any) -> dict[str, Any]:
 class LeaderboardPageSerializer(serializers.Serializer[Any]):
     metric = serializers.CharField()
     profile = serializers.CharField(help_text="results are compared within this profile only")
+    evidence = serializers.ChoiceField(choices=["verified", "any"],
+                                       help_text="which figures rank")
     next = serializers.URLField(allow_null=True)
     results = LeaderboardEntrySerializer(many=True)
+    host_reported = LeaderboardEntrySerializer(
+        many=True, help_text="nodes whose figures only their host vouches for: listed apart, "
+                             "unranked (rank is null), first page only")
 
 
 class GroupSerializer(serializers.Serializer[Any]):
@@ -289,6 +305,12 @@ class HistoryPointSerializer(serializers.Serializer[Any]):
     profile = serializers.CharField()
     run = serializers.IntegerField()
     peer = serializers.CharField(allow_null=True)
+    ranked = serializers.BooleanField()
+    # "label" would shadow Field.label: the unranked mark is "note".
+    note = serializers.CharField(allow_blank=True, help_text='"unranked: custom parameters"')
+    evidence = serializers.CharField()
+    evidence_source = serializers.CharField(allow_blank=True)
+    requested_by = serializers.CharField()
 
 
 class HistorySerializer(serializers.Serializer[Any]):

@@ -17,10 +17,15 @@ class Metric:
     high: float  # largest plausible value (inclusive)
     higher_is_better: bool
     label: str
+    # The platform can check it against a reference endpoint's own record of the test
+    # (its iperf3 server's JSON log, its echo server's round trips).
+    verifiable: bool = False
+    # The value is a mean, not the median of repetitions: it may lie outside p5..p95.
+    mean: bool = False
 
 
 _METRICS = [
-    Metric("network.icmp_rtt_avg", "ms", 0.0, 10_000.0, False, "ICMP RTT avg"),
+    Metric("network.icmp_rtt_avg", "ms", 0.0, 10_000.0, False, "ICMP RTT avg", mean=True),
     Metric("network.icmp_rtt_min", "ms", 0.0, 10_000.0, False, "ICMP RTT min"),
     Metric("network.icmp_rtt_max", "ms", 0.0, 10_000.0, False, "ICMP RTT max"),
     Metric("network.icmp_rtt_mdev", "ms", 0.0, 10_000.0, False, "ICMP RTT mdev (jitter)"),
@@ -28,13 +33,14 @@ _METRICS = [
     # 1 stream, candidate -> peer, as the receiving peer's iperf3 counted it (goodput:
     # what arrived); "_sent" is the candidate's own count of what it sent; "_reverse" is
     # peer -> candidate (iperf3 -R), counted by the candidate as receiver.
-    Metric("network.tcp_throughput", "Gbit/s", 0.0, 1_000.0, True, "TCP throughput"),
+    Metric("network.tcp_throughput", "Gbit/s", 0.0, 1_000.0, True, "TCP throughput",
+           verifiable=True),
     Metric("network.tcp_throughput_sent", "Gbit/s", 0.0, 1_000.0, True,
            "TCP throughput (sender's count)"),
     Metric("network.tcp_throughput_reverse", "Gbit/s", 0.0, 1_000.0, True,
-           "TCP throughput (reverse)"),
+           "TCP throughput (reverse)", verifiable=True),
     Metric("network.tcp_throughput_parallel", "Gbit/s", 0.0, 1_000.0, True,
-           "TCP throughput, parallel streams"),
+           "TCP throughput, parallel streams", verifiable=True),
     Metric("network.hop_count", "count", 0.0, 255.0, False, "route hops (tracepath)"),
     # Node to node, within one multi-node job: this node towards each peer.
     Metric("network.internode_throughput", "Gbit/s", 0.0, 1_000.0, True,
@@ -42,7 +48,7 @@ _METRICS = [
     Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, "inter-node RTT (ICMP avg)"),
     Metric("network.tcp_retransmits", "count", 0.0, 1e9, False, "TCP retransmits"),
     # Round trips of one byte over an open TCP connection to the peer's echo server.
-    Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (echo)"),
+    Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (echo)", verifiable=True),
     # The sender's smoothed RTT during the iperf3 test: RTT under load (queueing included).
     Metric("network.tcp_rtt_loaded", "ms", 0.0, 10_000.0, False, "TCP RTT under load (iperf3)"),
     Metric("training.step_time", "ms", 0.0, 1e7, False, "DDP step time (median)"),
@@ -63,10 +69,12 @@ _METRICS = [
            "DataLoader throughput (best settings)"),
     Metric("training.dataloader_gain", "ratio", 0.0, 10_000.0, True,
            "DataLoader speed-up over num_workers=0"),
-    Metric("training.gpu_util_mean", "%", 0.0, 100.0, True, "GPU utilisation during DDP (mean)"),
+    Metric("training.gpu_util_mean", "%", 0.0, 100.0, True, "GPU utilisation during DDP (mean)",
+           mean=True),
     Metric("training.gpu_util_p5", "%", 0.0, 100.0, True, "GPU utilisation during DDP (p5)"),
     Metric("training.gpu_util_below80", "ratio", 0.0, 1.0, False, "Share of time GPU under 80% busy"),
-    Metric("training.gpu_power_mean", "W", 0.0, 10_000.0, False, "GPU power during DDP (mean)"),
+    Metric("training.gpu_power_mean", "W", 0.0, 10_000.0, False, "GPU power during DDP (mean)",
+           mean=True),
     Metric("gpu.matmul_tflops_fp32", "TFLOP/s", 0.0, 10_000.0, True, "Matmul fp32"),
     Metric("gpu.matmul_tflops_bf16", "TFLOP/s", 0.0, 100_000.0, True, "Matmul bf16"),
     # Read + write bytes per second, as CUDA's bandwidthTest counts device-to-device copies.
@@ -75,6 +83,8 @@ _METRICS = [
     Metric("storage.randread_clat_p50", "us", 0.0, 1e7, False, "4 KiB random read latency p50"),
     Metric("storage.randread_clat_p99", "us", 0.0, 1e7, False, "4 KiB random read latency p99"),
     Metric("storage.randread_clat_p999", "us", 0.0, 1e7, False, "4 KiB random read latency p99.9"),
+    # fio's mean total latency: with the IOPS and the jobs in flight, Little's law.
+    Metric("storage.randread_lat_mean", "us", 0.0, 1e7, False, "4 KiB random read latency mean"),
     Metric("storage.seqread_bw", "GB/s", 0.0, 1_000.0, True, "1 MiB sequential read (fio)"),
     Metric("storage.seqwrite_bw", "GB/s", 0.0, 1_000.0, True, "1 MiB sequential write (fio)"),
     Metric("storage.checkpoint_write", "GB/s", 0.0, 1_000.0, True, "torch.save + fsync"),
@@ -90,6 +100,8 @@ _METRICS = [
            "4 KiB random read latency p99 on tmpfs"),
     Metric("storage.randread_clat_p999_tmpfs", "us", 0.0, 1e7, False,
            "4 KiB random read latency p99.9 on tmpfs"),
+    Metric("storage.randread_lat_mean_tmpfs", "us", 0.0, 1e7, False,
+           "4 KiB random read latency mean on tmpfs"),
     Metric("storage.smallfile_read_tmpfs", "files/s", 0.0, 1e9, True,
            "small files via DataLoader on tmpfs"),
     # Kept for benchmarking the platform itself: a probe that measures nothing.
@@ -97,6 +109,11 @@ _METRICS = [
 ]
 
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
+
+
+def family(prefix: str) -> tuple[str, ...]:
+    """Every metric named ``prefix.*``: what the probe of that name may report."""
+    return tuple(name for name in METRICS if name.startswith(f"{prefix}."))
 
 
 def get(name: str) -> Metric:

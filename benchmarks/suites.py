@@ -76,6 +76,22 @@ SUITES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Suites whose figures can rank; the no-op measures nothing and never does.
+MEASURING_SUITES = frozenset(SUITES) - {"noop"}
+# Parameters the platform sets on its own runs without changing what is measured (how).
+PLATFORM_CHOSEN = frozenset({"seed"})
+
+
+def is_canonical(suite: str, overrides: dict[str, Any], profile: str) -> bool:
+    """A published profile run as published: the only runs whose figures rank.
+
+    Any override (a 4 MiB fio file set, a 1 s iperf3 test) measures something else,
+    usually something flattering, so those runs are kept for their owner, unranked.
+    """
+    return (suite in MEASURING_SUITES and profile in PROFILES
+            and set(overrides) <= PLATFORM_CHOSEN)
+
+
 class InvalidParams(ValueError):
     def __init__(self, errors: dict[str, str]) -> None:
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))

@@ -209,6 +209,9 @@ PUBLIC_API_URL = env("PUBLIC_API_URL", "http://127.0.0.1:8000") or ""
 
 # --- Leaderboard ------------------------------------------------------------------------
 LEADERBOARD_STALE_DAYS = envint("LEADERBOARD_STALE_DAYS", 30)
+# A board value is the median of a node's last LEADERBOARD_RUNS ranked runs within the window.
+LEADERBOARD_RUNS = envint("LEADERBOARD_RUNS", 5)
+LEADERBOARD_WINDOW_DAYS = envint("LEADERBOARD_WINDOW_DAYS", 30)
 # Weights of the training readiness score's parts (leaderboard/services/score.py), e.g.
 # SCORE_WEIGHTS="bandwidth=3,latency=2,gpu_utilisation=0".
 SCORE_WEIGHTS = {
@@ -222,8 +225,6 @@ CERT_VALID_DAYS = envint("CERT_VALID_DAYS", 30)
 CERT_RENEW_DAYS_BEFORE = envint("CERT_RENEW_DAYS_BEFORE", 5)
 # The job profile of certification runs ("default": the field's usual durations).
 CERTIFICATION_JOB_PROFILE = env("CERTIFICATION_JOB_PROFILE", "default") or "default"
-# Host and reference figures further apart than this fail a reference-verified criterion.
-CERT_REFERENCE_TOLERANCE = 0.10
 CELERY_BEAT_SCHEDULE["renew-certificates"] = {"task": "leaderboard.renew_certificates",
                                               "schedule": 3600.0}
 

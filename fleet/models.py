@@ -33,6 +33,9 @@ class ReferenceEndpoint(models.Model):
     # Where the platform reads this endpoint's own iperf3 log (iperf3 -s -J --logfile), to
     # check what hosts report against what the reference measured; empty: not readable.
     report_log = models.CharField(max_length=500, blank=True)
+    # Its echo server's own record of each run's round trips (echo-server --log), keyed by
+    # the run's token; empty: TCP RTT to it stays host-reported.
+    echo_log = models.CharField(max_length=500, blank=True)
     node = models.ForeignKey("Node", null=True, blank=True, on_delete=models.CASCADE,
                              related_name="dedicated_endpoints")
 
@@ -101,6 +104,9 @@ class Node(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True)
     # What the host reported about itself (CPU, memory, NICs, GPUs, tool versions).
     inventory = models.JSONField(default=dict, blank=True)
+    # Link speeds (Mbit/s) of its NICs as it reported them once, at enrolment: a later
+    # result cannot raise the ceiling its throughput figures are checked against.
+    enrolled_nic_mbps = models.JSONField(default=list, blank=True)
     # The address other nodes reach it at (its iperf3 server, DDP rendezvous); optional.
     address = models.CharField(max_length=255, blank=True)
     iperf3_port = models.PositiveIntegerField(default=5201)
@@ -125,6 +131,15 @@ class Node(models.Model):
         devices = gpu.get("devices") or []
         names = sorted({str(d.get("name")) for d in devices if isinstance(d, dict)})
         return ", ".join(names)[:128] or "unknown"
+
+    @staticmethod
+    def nic_speeds_of(inventory: dict[str, object]) -> list[int]:
+        nics = inventory.get("nics")
+        if not isinstance(nics, list):
+            return []
+        speeds = (n.get("speed_mbps") for n in nics if isinstance(n, dict))
+        return sorted(int(s) for s in speeds
+                      if isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0)
 
     @property
     def online(self) -> bool:

@@ -33,6 +33,11 @@ class BenchmarkJob(models.Model):
 class Run(models.Model):
     """One node's share of a job. PostgreSQL decides who runs it: claim + lease."""
 
+    class RequestedBy(models.TextChoices):
+        BUYER = "buyer"
+        PROVIDER = "provider"  # the node's own provider: never replaces a buyer's figure
+        PLATFORM = "platform"  # certification and scheduled re-tests
+
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
@@ -55,6 +60,11 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     inventory = models.JSONField(default=dict, blank=True)
+    # Decided at submission: a published profile's suite and parameters (no overrides) on a
+    # measuring suite. Only ranked runs reach the board; the others are shown to their owner.
+    ranked = models.BooleanField(default=False)
+    requested_by = models.CharField(max_length=16, choices=RequestedBy.choices,
+                                    default=RequestedBy.BUYER)
 
     class Meta:
         ordering = ["id"]
@@ -88,9 +98,33 @@ class Sample(models.Model):
     cv = models.FloatField(null=True)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # host-reported, or platform-verified: a reference endpoint's own record of the same
+    # test matched (evidence_source names it, and the value is the reference's figure).
+    evidence = models.CharField(max_length=20, default="host-reported")
+    evidence_source = models.CharField(max_length=255, blank=True)
+
+    HOST_REPORTED = "host-reported"
+    PLATFORM_VERIFIED = "platform-verified"
 
     class Meta:
         indexes = [models.Index(fields=["run", "metric"])]
+
+
+class ReferenceRecordUse(models.Model):
+    """A reference endpoint's record of one test, spent on the run that claimed it.
+
+    A test's iperf3 cookie is chosen by the client: without this, one host could present
+    the record of a test another host (or a hand-run iperf3) made.
+    """
+
+    endpoint = models.ForeignKey("fleet.ReferenceEndpoint", on_delete=models.CASCADE,
+                                 related_name="+")
+    key = models.CharField(max_length=128)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "key"],
+                                               name="one_use_per_reference_record")]
 
 
 class BarrierArrival(models.Model):

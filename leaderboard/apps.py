@@ -8,7 +8,16 @@ class LeaderboardConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from fleet.signals import node_revoked
+
         post_migrate.connect(_load_profiles, sender=self)
+        node_revoked.connect(_revoke_certificates)
+
+
+def _revoke_certificates(node: object, reason: str, **_: object) -> None:
+    from leaderboard.services.certification import revoke_node
+
+    revoke_node(node, reason)  # type: ignore[arg-type]
 
 
 def _load_profiles(**_: object) -> None:

@@ -1,6 +1,8 @@
-"""A summary table: each node's latest value per metric, upserted when results land.
+"""A summary table: each node's board value per metric, recomputed when a ranked run lands.
 
-The leaderboard reads this instead of scanning every sample for the newest per node.
+The leaderboard reads this instead of scanning every sample. A value is the median of the
+node's last LEADERBOARD_RUNS ranked runs in the window, in two evidence classes: "verified"
+(only figures a reference endpoint's own record matched) and "any" (host-reported too).
 """
 
 from django.db import models
@@ -9,11 +11,21 @@ from fleet.models import Node
 
 
 class LatestResult(models.Model):
+    VERIFIED, ANY = "verified", "any"
+
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="latest_results")
     metric = models.CharField(max_length=64)
     # Only figures measured the same way are ranked together.
     profile = models.CharField(max_length=16, default="default")
-    value = models.FloatField()
+    evidence = models.CharField(max_length=16, default=ANY)
+    value = models.FloatField()  # median over the runs
+    runs = models.PositiveIntegerField(default=1)
+    run_min = models.FloatField(null=True)  # run-to-run spread
+    run_max = models.FloatField(null=True)
+    # Every value aggregated was platform-verified; and who asked for those runs.
+    verified = models.BooleanField(default=False)
+    evidence_source = models.CharField(max_length=255, blank=True)
+    requested_by = models.CharField(max_length=64, blank=True)
     unit = models.CharField(max_length=16)
     n = models.PositiveIntegerField(default=1)
     p5 = models.FloatField(null=True)
@@ -23,9 +35,9 @@ class LatestResult(models.Model):
     measured_at = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "metric", "profile"],
-                                               name="one_latest_per_node_metric_profile")]
-        indexes = [models.Index(fields=["metric", "profile", "value"])]
+        constraints = [models.UniqueConstraint(fields=["node", "metric", "profile", "evidence"],
+                                               name="one_value_per_node_metric_profile_evidence")]
+        indexes = [models.Index(fields=["metric", "profile", "evidence", "value"])]
 
 
 class Certificate(models.Model):
@@ -71,6 +83,7 @@ class CertificationRequest(models.Model):
 
     class Status(models.TextChoices):
         RUNNING = "running"
+        EVALUATING = "evaluating"  # claimed by the one evaluation that will decide it
         CERTIFIED = "certified"
         FAILED = "failed"
 

@@ -17,11 +17,12 @@ from leaderboard.models import Certificate, CertificationProfile, LatestResult
 from leaderboard.services import diagnosis, score
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
+    BadFilter,
     Filters,
-    UnknownMetric,
     entries,
     groups,
     history,
+    host_reported,
     node_values,
     profile_for,
     ranked,
@@ -40,12 +41,14 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
     problem = ""
     try:
         rows, profile = ranked(filters)
-        board = entries(list(rows[:200]), profile)
+        board = entries(list(rows[:200]), profile, evidence=filters.evidence)
+        apart = entries(host_reported(filters, profile), profile, 0, filters.evidence)
         region_groups = groups(filters, "region")[0]
-    except UnknownMetric as exc:
-        board, region_groups, profile, problem = [], [], "", str(exc)
+        evidence = filters.evidence_class()
+    except BadFilter as exc:
+        board, apart, region_groups, profile, problem, evidence = [], [], [], "", str(exc), ""
     metric = metrics.METRICS.get(filters.metric)
-    values = node_values((e.row.node_id for e in board), profile) if board else {}
+    values = node_values((e.row.node_id for e in board), profile, filters.evidence) if board else {}
     columns = [metrics.METRICS[m] for m in COLUMN_METRICS]
     table = [{"entry": e, "cells": [values.get(e.row.node_id, {}).get(c.name) for c in columns]}
              for e in board]
@@ -53,6 +56,7 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
             for g in region_groups]
     return render(request, "leaderboard/leaderboard.html", {
         "table": table, "columns": columns, "filters": filters, "profile": profile,
+        "apart": apart, "evidence": evidence,
         "problem": problem, "metric": metric,
         "metrics": sorted(metrics.METRICS.values(), key=lambda m: m.name),
         "regions": Region.objects.order_by("province", "city"),
@@ -67,7 +71,8 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
     profile = request.GET.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
     values = node_values([node.pk], profile).get(node.pk, {})
-    latest = LatestResult.objects.filter(node=node, profile=profile).order_by("metric")
+    latest = LatestResult.objects.filter(node=node, profile=profile,
+                                         evidence=LatestResult.ANY).order_by("metric")
     histories = []
     for name in HISTORY_METRICS:
         points = history(node, name)
@@ -89,7 +94,7 @@ def provider_page(request: HttpRequest, provider_id: int) -> HttpResponse:
     filters = Filters(metric=request.GET.get("metric") or DEFAULT_METRIC, provider=provider.name)
     try:
         rows, profile = ranked(filters)
-    except UnknownMetric:
+    except BadFilter:
         rows, profile = ranked(Filters(provider=provider.name))
     board = entries(list(rows[:200]), profile)
     nodes = provider.nodes.select_related("region").order_by("name")

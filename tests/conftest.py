@@ -50,9 +50,15 @@ def broker_settings(private_redis: procs.PrivateRedis, settings: Any) -> Iterato
 
 
 @pytest.fixture(scope="session")
-def echo_port(run_dir: Path) -> Iterator[int]:
+def echo_log(run_dir: Path) -> Path:
+    """The reference echo server's own record of every token-bearing connection."""
+    return run_dir / "reference-echo.jsonl"
+
+
+@pytest.fixture(scope="session")
+def echo_port(run_dir: Path, echo_log: Path) -> Iterator[int]:
     port = procs.free_port()
-    server = procs.start_echo_server(port, run_dir)
+    server = procs.start_echo_server(port, run_dir, record_log=echo_log)
     yield port
     server.stop()
 

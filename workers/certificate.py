@@ -1,5 +1,8 @@
 """Checking a certificate anyone was given: signature, expiry, revocation.
 
+Which key to check it with is the caller's choice (a pinned key: workers/trust_store.py),
+never the certificate's: its issuer URL and key id are only hints.
+
 A certificate is ``{"document": {...}, "signature": "<base64 Ed25519>"}``; the signature is
 over the document's canonical JSON (sorted keys, no spaces, UTF-8). This module is what
 `benchctl verify` runs: no Django, only the `cryptography` package.

@@ -45,45 +45,97 @@ def cmd_echo_server(args: argparse.Namespace) -> int:
     from workers import echo_server
 
     print(f"TCP echo server on {args.bind}:{args.port}", flush=True)
-    echo_server.run(args.bind, args.port)
+    echo_server.run(args.bind, args.port, args.log)
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Signature and expiry offline; revocation too when the issuer can be reached."""
+    """Signature against a pinned key, expiry, and revocation from the pinned platform.
+
+    Exit 0: valid; 1: invalid (bad signature, expired, revoked); 2: cannot tell (no trusted
+    key, or revocation unknown because the platform did not answer an explicit "valid").
+    """
     import json
 
-    import requests
-
-    from workers import certificate
+    from workers import certificate, trust_store
 
     try:
         cert = json.loads(Path(args.certificate).read_text())
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot read {args.certificate}: {exc}") from None
-    issuer = args.url or str((cert.get("document") or {}).get("issuer", {}).get("url", ""))
-    pem: bytes | None = Path(args.public_key).read_bytes() if args.public_key else None
-    revoked = None
-    if issuer and not args.offline:
-        try:
-            if pem is None:
-                pem = requests.get(f"{issuer}/api/v1/certificates/public-key",
-                                   timeout=10).json()["public_key_pem"].encode()
-            cert_id = cert["document"].get("id")
-            status = requests.get(f"{issuer}/api/v1/certificates/{cert_id}", timeout=10).json()
-            revoked = status.get("status") == "revoked"
-        except (requests.RequestException, ValueError, KeyError):
-            revoked = None  # offline: say so below
-    if pem is None:
-        raise CliError("the issuer cannot be reached: give the platform's public key with "
-                       "--public-key FILE (from /api/v1/certificates/public-key)")
+    document = cert.get("document") if isinstance(cert, dict) else None
+    issuer = (document or {}).get("issuer") or {}
+    named_id = str(issuer.get("key_id", "")) if isinstance(issuer, dict) else ""
+    trusted_url = ""
+    if args.public_key:
+        pem = Path(args.public_key).read_bytes()
+    else:
+        # Never the key the certificate's own issuer URL serves: that is the attacker's.
+        entry = trust_store.load().get(named_id)
+        if entry is None:
+            raise CliError(f"no trusted key with id {named_id or '(none)'} in "
+                           f"{trust_store.path()}: add the platform's key with `benchctl "
+                           "trust add URL` (and compare its fingerprint), or give "
+                           "--public-key FILE")
+        pem, trusted_url = entry.pem, entry.url
     try:
         key = certificate.load_public_key(pem)
     except ValueError as exc:
         raise CliError(f"bad public key: {exc}") from None
-    verdict = certificate.verify(cert, key, revoked=revoked)
+    verdict = certificate.verify(cert, key)
+    if not verdict.valid or args.offline:
+        verdict.revocation = "not checked (offline)" if verdict.valid else "not checked"
+        print(verdict.line())
+        return 0 if verdict.valid else 1
+    # The signature is good, so the document (and its issuer URL) is the platform's own.
+    url = (args.url or trusted_url or str(issuer.get("url", ""))).rstrip("/")
+    status = _revocation_status(url, (document or {}).get("id"))
+    if status == "revoked":
+        verdict.valid = False
+        verdict.revocation = "checked online: REVOKED"
+    elif status == "valid":
+        verdict.revocation = "checked online: not revoked"
+    else:
+        verdict.revocation = f"unknown ({status}); use --offline to check only the signature"
+        print(verdict.line())
+        return 2
     print(verdict.line())
     return 0 if verdict.valid else 1
+
+
+def _revocation_status(url: str, cert_id: Any) -> str:
+    """"valid", "revoked", or why it cannot be told."""
+    import requests
+
+    if not url:
+        return "no platform URL to ask"
+    try:
+        answer = requests.get(f"{url}/api/v1/certificates/{cert_id}", timeout=10)
+        status = answer.json().get("status") if answer.ok else None
+    except (requests.RequestException, ValueError, AttributeError) as exc:
+        return f"{url} did not answer: {exc.__class__.__name__}"
+    if status in ("valid", "revoked"):
+        return str(status)
+    return f"{url} answered {answer.status_code} without an explicit valid"
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    """Fetch a platform's public key once and pin it; print its fingerprint to compare."""
+    import requests
+
+    from workers import trust_store
+
+    url = args.url.rstrip("/")
+    try:
+        pem = requests.get(f"{url}/api/v1/certificates/public-key",
+                           timeout=10).json()["public_key_pem"].encode()
+    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        raise CliError(f"could not fetch the public key from {url}: {exc}") from None
+    entry = trust_store.add(pem, url)
+    print(f"trusted key {entry.key_id} from {url} in {trust_store.path()}")
+    print(f"fingerprint {trust_store.fingerprint(entry.pem)}: compare it with the one the "
+          "platform publishes elsewhere (its web page, its operator) before relying on it")
+    return 0
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -224,10 +276,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="check a certificate: signature, expiry, revocation")
     verify.add_argument("certificate", help="the certificate's JSON file")
-    verify.add_argument("--public-key", help="the platform's public key (PEM) for offline checks")
-    verify.add_argument("--url", help="the platform to ask about revocation (default: the issuer)")
+    verify.add_argument("--public-key", help="the platform's public key (PEM); default: the "
+                        "trusted key with the certificate's key id (BENCH_TRUSTED_KEYS)")
+    verify.add_argument("--url", help="the platform to ask about revocation (default: the URL "
+                        "the trusted key came from)")
     verify.add_argument("--offline", action="store_true", help="do not contact the platform")
     verify.set_defaults(func=cmd_verify)
+    trust = sub.add_parser("trust", help="pin a platform's certificate key (verify uses it)")
+    trust_sub = trust.add_subparsers(dest="trust_command", required=True)
+    trust_add = trust_sub.add_parser("add", help="fetch the key from URL once and trust it")
+    trust_add.add_argument("url", help="the platform, e.g. https://bench.example.cn")
+    trust_add.set_defaults(func=cmd_trust)
 
     lab = sub.add_parser("lab", help="the emulated multi-host network (root; repo checkout)")
     lab_sub = lab.add_subparsers(dest="lab_command", required=True)
@@ -239,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     echo = sub.add_parser("echo-server", help="serve TCP echo (the peer side of TCP RTT)")
     echo.add_argument("--bind", default="0.0.0.0")  # noqa: S104 - a server for peers to reach
     echo.add_argument("--port", type=int, default=7007)
+    echo.add_argument("--log", default=None,
+                      help="append the server's own record of each token-bearing connection "
+                           "(JSON lines): the platform checks hosts' TCP RTT against it")
     echo.set_defaults(func=cmd_echo_server)
     return parser
 

@@ -23,17 +23,19 @@ from api.serializers import (
     LeaderboardPageSerializer,
     NodeReportSerializer,
     entries_data,
+    evidence_label,
 )
 from fleet.models import Node
 from leaderboard.models import LatestResult
 from leaderboard.services import diagnosis, score
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
+    BadFilter,
     Filters,
-    UnknownMetric,
     entries,
     groups,
     history,
+    host_reported,
     metric_of,
     node_values,
     profile_for,
@@ -47,6 +49,10 @@ FILTER_PARAMS = [
     OpenApiParameter("gpu_model", str, description='"none" for hosts without an NVIDIA GPU'),
     OpenApiParameter("profile", str, description="default: the profile with the most results"),
     OpenApiParameter("certified", bool, description="only nodes with a valid certificate"),
+    OpenApiParameter("evidence", str, enum=["verified", "any"],
+                     description="verified: only figures a reference endpoint's own record "
+                                 "matched (the default for throughput and RTT to references); "
+                                 "any: host-reported figures too"),
     OpenApiParameter("format", str, enum=["json", "csv"]),
 ]
 PAGE_SIZE = 100
@@ -89,8 +95,9 @@ class LeaderboardView(LeaderboardBase):
             if request.query_params.get("cursor"):
                 first_rank, value, node_id = decode_cursor(request.query_params["cursor"])
                 rows = after(rows, metric_of(filters.metric).higher_is_better, value, node_id)
-        except UnknownMetric as exc:
-            return error(str(exc), 400, {"metric": str(exc)})
+            evidence = filters.evidence_class()
+        except BadFilter as exc:
+            return error(str(exc), 400, {exc.field: str(exc)})
         except ValueError as exc:
             return error(str(exc), 400, {"cursor": str(exc)})
         page = list(rows[:PAGE_SIZE + 1])
@@ -102,9 +109,14 @@ class LeaderboardView(LeaderboardBase):
             query = request.query_params.copy()
             query["cursor"] = encode_cursor(first_rank + len(page), last.value, last.node_id)
             next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
-        results = entries_data(entries(page, profile, first_rank))
-        return Response({"metric": filters.metric, "profile": profile, "next": next_url,
-                         "results": results})
+        results = entries_data(entries(page, profile, first_rank, filters.evidence))
+        # Shown apart on the first page: figures only their host vouches for.
+        apart = [] if request.query_params.get("cursor") else entries_data(
+            entries(host_reported(filters, profile), profile, 0, filters.evidence))
+        for row in apart:
+            row["rank"] = None
+        return Response({"metric": filters.metric, "profile": profile, "evidence": evidence,
+                         "next": next_url, "results": results, "host_reported": apart})
 
 
 class GroupView(LeaderboardBase):
@@ -115,8 +127,8 @@ class GroupView(LeaderboardBase):
         filters = self.filters()
         try:
             rows, profile = groups(filters, self.by)
-        except UnknownMetric as exc:
-            return error(str(exc), 400, {"metric": str(exc)})
+        except BadFilter as exc:
+            return error(str(exc), 400, {exc.field: str(exc)})
         return Response({"metric": filters.metric, "profile": profile, "unit":
                          metric_of(filters.metric).unit, "results": [r.__dict__ for r in rows]})
 
@@ -137,8 +149,8 @@ class NodeHistoryView(LeaderboardBase):
         metric = request.query_params.get("metric") or DEFAULT_METRIC
         try:
             points = history(node, metric)
-        except UnknownMetric as exc:
-            return error(str(exc), 400, {"metric": str(exc)})
+        except BadFilter as exc:
+            return error(str(exc), 400, {exc.field: str(exc)})
         return Response({"node": node.pk, "metric": metric, "results": points})
 
 
@@ -155,11 +167,14 @@ class NodeReportView(APIView):
 
 
 def report_data(node: Node, profile: str, values: dict[str, float]) -> dict[str, Any]:
-    latest = LatestResult.objects.filter(node=node, profile=profile).order_by("metric")
+    latest = LatestResult.objects.filter(node=node, profile=profile,
+                                         evidence=LatestResult.ANY).order_by("metric")
     return {
         "node": node.pk, "profile": profile,
         "metrics": [{"metric": r.metric, "value": r.value, "unit": r.unit, "p5": r.p5,
-                     "p95": r.p95, "n": r.n, "measured_at": r.measured_at} for r in latest],
+                     "p95": r.p95, "n": r.n, "measured_at": r.measured_at, "runs": r.runs,
+                     "evidence": evidence_label(r), "requested_by": r.requested_by}
+                    for r in latest],
         "score": score.score(values).as_dict(),
         "diagnosis": [f.__dict__ for f in diagnosis.diagnose(values)],
     }

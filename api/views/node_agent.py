@@ -89,9 +89,10 @@ class ResultView(NodeView):
                                       data["status"] == "succeeded", data["samples"],
                                       data["error"], data["inventory"])
         except lifecycle.LifecycleError as exc:
-            observability.count_rejection({404: "not_this_nodes_run", 409: "stale_attempt"}.get(
-                exc.status, "other"))
-            return error(str(exc), exc.status)
+            if exc.status != 422:  # refused results are counted by the rule they broke
+                observability.count_rejection({404: "not_this_nodes_run", 409: "stale_attempt",
+                                               400: "not_measured"}.get(exc.status, "other"))
+            return error(str(exc), exc.status, exc.errors, code=exc.code)
         return Response({"status": "stored" if stored else "already stored"})
 
 

@@ -11,6 +11,9 @@ The fields used::
     jobs[*].{read,write}.bw_bytes                   bytes per second
     jobs[*].read.clat_ns.percentile."50.000000"     completion latency, nanoseconds;
                                                     absent when no read completed
+    jobs[*].read.lat_ns.mean                        total latency (submission to
+                                                    completion), nanoseconds: with the
+                                                    IOPS, Little's law checks the result
 
 fio reports failures in three shapes, all of which become ``FioError``:
 
@@ -63,6 +66,7 @@ class FioResult:
     read_clat_p999_ns: float | None
     fio_version: str
     jobs: int  # job processes that ran (numjobs summed over distinct job sections)
+    read_lat_mean_ns: float | None = None  # None when no read completed
 
 
 def parse_fio(text: str) -> FioResult:
@@ -95,6 +99,7 @@ def parse_fio(text: str) -> FioResult:
         read_clat_p999_ns=_clat_percentile(reads, _P999),
         fio_version=version,
         jobs=_job_count(entries),
+        read_lat_mean_ns=_lat_mean(reads),
     )
 
 
@@ -143,6 +148,19 @@ def _clat_percentile(reads: Sequence[Mapping[str, object]], key: str) -> float |
     # their histograms; the worst job's figure is a safe upper bound. With
     # --group_reporting there is one entry and this is fio's own merged value.
     return max(values)
+
+
+def _lat_mean(reads: Sequence[Mapping[str, object]]) -> float | None:
+    # Weighted by each entry's IOPS, so separately reported jobs give the group's mean.
+    weighted = total = 0.0
+    for read in reads:
+        iops = jf.number(read, "iops")
+        lat = read.get("lat_ns")
+        if iops <= 0 or not isinstance(lat, Mapping) or "mean" not in lat:
+            continue
+        weighted += iops * jf.number(lat, "mean")
+        total += iops
+    return weighted / total if total else None
 
 
 def _job_count(entries: Sequence[Mapping[str, object]]) -> int:

@@ -3,6 +3,7 @@
 The fields used::
 
     start.version                          "iperf 3.12"
+    start.cookie                           the test's id, also in the server's own report
     start.test_start.num_streams           1, 4, ...
     start.test_start.reverse               0 / 1 (-R)
     intervals[*].sum.bits_per_second
@@ -47,6 +48,9 @@ class Iperf3Result:
     reverse: bool
     version: str
     intervals_bps: tuple[float, ...]
+    # The test's id, which the server's JSON log also carries: the platform finds its
+    # reference endpoint's own record of this exact test by it.
+    cookie: str = ""
 
 
 def parse_iperf3(text: str) -> Iperf3Result:
@@ -78,8 +82,8 @@ def parse_iperf3(text: str) -> Iperf3Result:
             jf.number(jf.mapping(interval, "sum"), "bits_per_second")
             for interval in jf.mappings(jf.sequence(document, "intervals"), "intervals")
         ),
+        cookie=str(start.get("cookie", "")),
     )
-
 
 
 def _raise_reported_error(document: Mapping[str, object]) -> None:
@@ -106,11 +110,6 @@ def _mean_rtt_ms(streams: Sequence[object], reverse: bool) -> float | None:
     if not rtts_us:
         return None
     return sum(rtts_us) / len(rtts_us) / _MICROSECONDS_PER_MILLISECOND
-
-
-
-
-
 
 
 def _optional_count(parent: Mapping[str, object], key: str) -> int | None:

@@ -24,13 +24,15 @@ class Peer:
     host: str
     iperf3_port: int = 5201
     echo_port: int | None = None  # a TCP echo server, for TCP RTT where ICMP is blocked
+    # The run's token for a platform reference endpoint's echo server (its own record).
+    token: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Peer:
         echo = data.get("echo_port")
         return cls(name=str(data["name"]), host=str(data["host"]),
                    iperf3_port=int(data.get("iperf3_port", 5201)),
-                   echo_port=int(echo) if echo else None)
+                   echo_port=int(echo) if echo else None, token=str(data.get("token") or ""))
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class ProbeContext:
 
 class Probe:
     name: ClassVar[str]
+    # Every metric it may report: the platform refuses a result with any other.
+    produces: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: ProbeContext) -> None:
         self.ctx = ctx

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import metrics
 from benchmarks.nvml import NO_GPU, load_nvml
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, summarise
@@ -74,6 +75,7 @@ def nvlink_count(nvml: Any, handle: Any) -> int:
 
 class GpuProbe(Probe):
     name = "gpu"
+    produces = metrics.family("gpu")
 
     def prepare(self) -> None:
         try:

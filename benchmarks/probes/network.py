@@ -8,7 +8,7 @@ import socket
 import time
 from typing import Any
 
-from benchmarks import runner
+from benchmarks import metrics, runner
 from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
 from benchmarks.parsers.ping import PingResult, parse_ping
 from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
@@ -21,10 +21,13 @@ GBIT = 1e9
 # or it may be restarting (a refused connection): try again for a while before failing.
 BUSY_RETRIES = 10
 RETRYABLE = ("busy", "Connection refused")
+# The first line a reference's echo server reads: the run's token (workers/echo_server.py).
+ECHO_TOKEN_PREFIX = "BENCH-TOKEN "  # noqa: S105 - a protocol keyword, not a secret
 
 
 class NetworkProbe(Probe):
     name = "network"
+    produces = metrics.family("network")
 
     def prepare(self) -> None:
         for tool, package in (("ping", "iputils-ping"), ("iperf3", "iperf3"),
@@ -56,7 +59,7 @@ class NetworkProbe(Probe):
             samples += ping_samples(self.ping(peer), meta | self.ping_params())
             if peer.echo_port:
                 samples.append(summarise("network.tcp_rtt", tcp_echo_rtts(
-                    peer.host, peer.echo_port, int(self.param("ping_count"))),
+                    peer.host, peer.echo_port, int(self.param("ping_count")), token=peer.token),
                     meta | {"tool": "tcp echo", "echo_port": peer.echo_port}))
             next_step()
             samples += route_samples(self.tracepath(peer), meta | {"tool": "tracepath"})
@@ -74,7 +77,7 @@ class NetworkProbe(Probe):
             samples.append(summarise(
                 "network.tcp_throughput_parallel",
                 [r.receiver_bps / GBIT for r in runs["parallel"]],
-                meta | self.iperf3_params(runs["parallel"][0])))
+                meta | self.iperf3_params(runs["parallel"][0]) | cookies(runs["parallel"])))
         if rounds:
             self.ctx.barrier("network-start")  # every peer's iperf3 server is there
         for i, pairs in enumerate(rounds):
@@ -159,16 +162,21 @@ def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:
     return samples
 
 
-def tcp_echo_rtts(host: str, port: int, count: int, timeout: float = 5.0) -> list[float]:
+def tcp_echo_rtts(host: str, port: int, count: int, timeout: float = 5.0,
+                  token: str = "") -> list[float]:
     """Round-trip times (ms) of one byte over one TCP connection to an echo server.
 
     The TCP path's RTT where ICMP is blocked, or where only TCP sees the added latency
-    (the lab's relays). Nagle is off so each byte leaves at once.
+    (the lab's relays). Nagle is off so each byte leaves at once. A platform reference
+    endpoint is sent the run's token first: it keeps its own record of the round trips
+    under that token, which the platform compares with what the host reports.
     """
     rtts = []
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if token:
+                sock.sendall(f"{ECHO_TOKEN_PREFIX}{token}\n".encode())
             for _ in range(count + 1):
                 start = time.perf_counter()
                 sock.sendall(b"x")
@@ -187,12 +195,19 @@ def route_samples(result: TracepathResult, meta: dict[str, Any]) -> list[Sample]
                    metadata=meta | {"hops": hops, "pmtu": result.pmtu, "reached": result.reached})]
 
 
+def cookies(results: list[Iperf3Result]) -> dict[str, Any]:
+    """The tests' ids, by which the platform finds the reference's own record of each."""
+    return {"cookies": [r.cookie for r in results if r.cookie]}
+
+
 def iperf3_samples(forward: list[Iperf3Result], reverse: list[Iperf3Result],
                    meta: dict[str, Any]) -> list[Sample]:
     samples = [
-        summarise("network.tcp_throughput", [r.receiver_bps / GBIT for r in forward], meta),
+        summarise("network.tcp_throughput", [r.receiver_bps / GBIT for r in forward],
+                  meta | cookies(forward)),
         summarise("network.tcp_throughput_sent", [r.sender_bps / GBIT for r in forward], meta),
-        summarise("network.tcp_throughput_reverse", [r.receiver_bps / GBIT for r in reverse], meta),
+        summarise("network.tcp_throughput_reverse", [r.receiver_bps / GBIT for r in reverse],
+                  meta | cookies(reverse)),
     ]
     retransmits = [float(r.retransmits) for r in forward if r.retransmits is not None]
     if retransmits:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 
-from benchmarks import runner
+from benchmarks import metrics, runner
 from benchmarks.probes.base import Probe
 from benchmarks.sample import Sample, summarise
 
 
 class NoopProbe(Probe):
     name = "noop"
+    produces = metrics.family("noop")
 
     def run(self) -> list[Sample]:
         # Wall-clock start, for the platform's dispatch-latency benchmark (same machine).

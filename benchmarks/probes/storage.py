@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import runner
+from benchmarks import metrics, runner
 from benchmarks.parsers import ParseError
 from benchmarks.parsers.fio import FioError, FioResult, parse_fio
 from benchmarks.probes.base import Probe, ProbeError
@@ -33,6 +33,8 @@ MIB = 1024 * 1024
 NS_PER_US = 1000.0
 # psync is built into every fio; libaio/io_uring may be missing or disabled in containers.
 FIO_IOENGINE = "psync"
+# psync is synchronous: each job has one I/O in flight (what Little's law is checked with).
+FIO_IODEPTH = 1
 # All three fio runs in a directory share these files, so fio lays them out once.
 FIO_FILENAME_FORMAT = "benchctl-fio.$jobnum"
 # A batch like a data loader's; default collation stacks the records into one tensor.
@@ -49,6 +51,7 @@ PAGE_CACHE_NOTE = ("evicted per file with posix_fadvise(DONTNEED) before each re
 
 class StorageProbe(Probe):
     name = "storage"
+    produces = metrics.family("storage")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -178,11 +181,11 @@ class StorageProbe(Probe):
             summarise(f"storage.randread_iops{suffix}", [r.read_iops for r in randread],
                        fio_meta | {"bs": "4k"}),
         ]
-        for name, attr in (("p50", "read_clat_p50_ns"), ("p99", "read_clat_p99_ns"),
-                           ("p999", "read_clat_p999_ns")):
+        for metric, attr in (("clat_p50", "read_clat_p50_ns"), ("clat_p99", "read_clat_p99_ns"),
+                             ("clat_p999", "read_clat_p999_ns"), ("lat_mean", "read_lat_mean_ns")):
             values = [_required(getattr(r, attr), attr) / NS_PER_US for r in randread]
-            samples.append(summarise(f"storage.randread_clat_{name}{suffix}", values,
-                                      fio_meta | {"bs": "4k"}))
+            samples.append(summarise(f"storage.randread_{metric}{suffix}", values,
+                                      fio_meta | {"bs": "4k", "iodepth": FIO_IODEPTH}))
         if sequential:
             seqread = [self._fio(directory, "read", "1M", direct, progress) for _ in range(reps)]
             seqwrite = [self._fio(directory, "write", "1M", direct, progress) for _ in range(reps)]

@@ -24,7 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
-from benchmarks import runner
+from benchmarks import metrics, runner
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, single, summarise
 
@@ -59,6 +59,7 @@ def comm_share(step_ms: float, compute_ms: float) -> float:
 
 class TrainingProbe(Probe):
     name = "training"
+    produces = metrics.family("training")
 
     def prepare(self) -> None:
         try:

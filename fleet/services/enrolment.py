@@ -81,7 +81,7 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
         node = Node.objects.create(
             provider=token.provider, region=token.region, name=token.node_name,
             key_prefix=prefix, key_hash=key_hash, address=address, inventory=inventory or {},
-            iperf3_port=iperf3_port,
+            iperf3_port=iperf3_port, enrolled_nic_mbps=Node.nic_speeds_of(inventory or {}),
         )
         token.node = node
         token.save(update_fields=["node"])

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from fleet.models import Node
 from fleet.services import broker
+from fleet.signals import node_revoked
 
 
 def revoke(node: Node, reason: str) -> None:
@@ -20,3 +21,5 @@ def revoke(node: Node, reason: str) -> None:
         fail_open_runs(node, "node revoked")
         if settings.NODE_BROKER_ACL and node.broker_user:
             broker.delete_node_user(node.pk)
+        # Certification revokes the node's certificates: a revoked host vouches for nothing.
+        transaction.on_commit(lambda: node_revoked.send(Node, node=node, reason=reason))

@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 from benchmarks import metrics
+from benchmarks.probes import PROBES
+from benchmarks.suites import SUITES
 
 MAX_SAMPLES = 2000
 MAX_METADATA_BYTES = 16_384
@@ -53,29 +55,19 @@ def clean_sample(sample: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
-                      "network.tcp_throughput_sent", "network.tcp_throughput_parallel",
-                      "network.internode_throughput")
-LOOPBACK_HOSTS = ("127.", "::1", "localhost")
-# TCP goodput can't beat the link; allow for rounding in the driver's nominal speed.
-LINK_SLACK = 1.02
-
-
-def link_errors(samples: list[dict[str, Any]], inventory: dict[str, Any]) -> dict[str, str]:
-    """Throughput the host's own fastest NIC could not have carried (loopback aside)."""
-    speeds = [n.get("speed_mbps") for n in inventory.get("nics", []) if isinstance(n, dict)]
-    known = [s for s in speeds if isinstance(s, (int, float)) and s > 0]
-    if not known:
-        return {}
-    limit_gbps = max(known) / 1000 * LINK_SLACK
-    errors = {}
+def declared_errors(samples: list[dict[str, Any]], suite: str) -> dict[str, str]:
+    """Metrics the job's probes do not produce, and a metric given twice for one peer."""
+    probes = SUITES.get(suite, ())
+    produced = {m for name in probes for m in PROBES[name].produces}
+    errors: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()
     for i, sample in enumerate(samples):
-        host = str(sample.get("metadata", {}).get("peer_host", ""))
-        if sample["metric"] in THROUGHPUT_METRICS and not host.startswith(LOOPBACK_HOSTS):
-            for field in ("value", "max", "p95"):
-                value = sample.get(field)
-                if isinstance(value, (int, float)) and value > limit_gbps:
-                    errors[f"{i}.{field}"] = (
-                        f"{value:g} Gbit/s is more than this host's fastest NIC carries "
-                        f"({max(known)} Mbit/s by its own inventory)")
+        metric, peer = sample["metric"], str(sample["metadata"].get("peer", ""))
+        if metric not in produced:
+            errors[f"{i}.metric"] = (f"{metric} is not measured by this job's probes "
+                                     f"({', '.join(probes)}): a {suite} run cannot report it")
+        elif (metric, peer) in seen:
+            errors[f"{i}.metric"] = (f"{metric} is given twice for "
+                                     f"{'peer ' + peer if peer else 'this node'}")
+        seen.add((metric, peer))
     return errors

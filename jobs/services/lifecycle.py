@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from benchmarks.suites import SUITES, resolve_params
 from fleet.models import Node, ReferenceEndpoint
-from jobs.models import Attempt, BenchmarkJob, Run, Sample
-from jobs.services import coordination
+from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, Run, Sample
+from jobs.services import consistency, coordination, evidence, intake, observability
 from leaderboard.services.certification import on_job_finished
 from leaderboard.services.latest import record_latest
 
@@ -29,11 +29,12 @@ log = logging.getLogger(__name__)
 
 class LifecycleError(Exception):
     def __init__(self, message: str, status: int, code: str = "",
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, errors: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.retry_after = retry_after
+        self.errors = errors
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class Claim:
     def spec(self) -> dict[str, Any]:
         """What the node needs to run it; chosen by the platform, not the host."""
         job = self.run.job
-        peers = [e.as_peer() for e in ReferenceEndpoint.for_node(self.run.node)]
+        # The token lets the reference's echo server keep its own record of this run's RTT.
+        token = evidence.echo_token(self.attempt.id)
+        peers = [e.as_peer() | {"token": token} for e in ReferenceEndpoint.for_node(self.run.node)]
         nodes = ([coordination.mesh_entry(0, self.run.node)] if self.runs_in_job == 1
                  else coordination.mesh(job))
         return {
@@ -181,10 +184,25 @@ def renew(node: Node, run_id: int, attempt_id: uuid.UUID, progress: dict[str, An
         _explain_stale(node, run_id, attempt_id)
 
 
+class Refused(Exception):
+    """A result that breaks a consistency rule: refused whole, and its run fails."""
+
+    def __init__(self, found: list[consistency.Violation]) -> None:
+        super().__init__("; ".join(map(str, found)))
+        self.found = found
+
+
 def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
            samples: list[dict[str, Any]], error: str, inventory: dict[str, Any]) -> bool:
-    """Record an attempt's outcome once. Returns False when it was already recorded."""
+    """Record an attempt's outcome once. Returns False when it was already recorded.
+
+    A succeeded result is reviewed before anything of it is stored: metrics its probes do
+    not produce are a 400; the reference endpoints' own records make figures verified (or
+    refute them), and the consistency rules refuse what physics does not allow (422, the
+    run failed with the reason, nothing of the result kept).
+    """
     now = timezone.now()
+    refused: Refused | None = None
     with transaction.atomic():
         run = _node_run(node, run_id)
         current = run.status == Run.Status.RUNNING and run.current_attempt == attempt_id
@@ -204,22 +222,92 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
             raise LifecycleError(
                 f"attempt {attempt_id} is no longer current for run {run_id} "
                 f"(run is {run.status}); result not stored", 409)
-        status = Run.Status.SUCCEEDED if succeeded else Run.Status.FAILED
-        stored = Sample.objects.bulk_create([Sample(run=run, **s) for s in samples])
-        run.inventory = inventory
-        _finish(run, status, "" if succeeded else (error or "probe failed"), now)
-        Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
+        spent: list[tuple[int, str]] = []
         if succeeded:
-            record_latest(run, stored)
-        if hasattr(run.job, "certification"):
-            # A certification run is judged once its job's runs have all finished.
-            transaction.on_commit(lambda: on_job_finished(run.job_id))
-        log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
-                                                     "node_id": node.pk, "attempt_id": attempt_id})
-        if inventory and inventory != node.inventory:  # it rarely changes: no write each run
-            Node.objects.filter(pk=node.pk).update(inventory=inventory,
-                                                    gpu_model=Node.gpu_model_of(inventory))
+            try:
+                spent = _review(run, node, attempt_id, samples, inventory, now)
+            except Refused as exc:
+                refused = exc
+        if refused is not None:
+            _finish(run, Run.Status.FAILED, f"inconsistent result: {refused}"[:4000], now)
+            Attempt.objects.filter(pk=attempt_id).update(finished_at=now,
+                                                         outcome=Run.Status.FAILED)
+        else:
+            _store(run, node, attempt_id, succeeded, samples, error, inventory, spent, now)
+    if refused is not None:
+        for violation in refused.found:
+            observability.count_rejection(f"inconsistent:{violation.check}")
+        log.warning("run %s refused: %s", run.pk, refused, extra={"run_id": run.pk,
+                                                                  "node_id": node.pk})
+        raise LifecycleError(f"inconsistent result, not stored: {refused}", 422,
+                             code="inconsistent",
+                             errors={v.check: v.message for v in refused.found})
     return True
+
+
+def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str, Any]],
+            inventory: dict[str, Any], now: Any) -> list[tuple[int, str]]:
+    """Check a succeeded result; returns the reference records it spends. Raises
+    LifecycleError (400) for what the job cannot have measured, Refused for the rest."""
+    job = run.job
+    declared = intake.declared_errors(samples, job.suite)
+    if declared:
+        raise LifecycleError("; ".join(declared.values()), 400, errors=declared)
+    since = run.started_at.timestamp() if run.started_at else 0.0
+    reviewed = evidence.review(samples, node, attempt_id, since, now.timestamp())
+    found = [consistency.Violation("reference_mismatch", m.message()) for m in reviewed.mismatches]
+    if reviewed.spent:
+        used = ReferenceRecordUse.objects.filter(
+            endpoint_id__in={e for e, _ in reviewed.spent},
+            key__in=[k for _, k in reviewed.spent]).exclude(run=run).values_list("key", "run_id")
+        found += [consistency.Violation("reference_record_reused", (
+            f"the reference's record of iperf3 test {key} was already presented by run {other}"))
+            for key, other in used]
+    facts = consistency.Facts(
+        samples=samples, params=resolve_params(job.params, job.profile),
+        nic_mbps=list(node.enrolled_nic_mbps or []),
+        loopback_peers=_loopback_peers(run, node, samples),
+        gpu_claim=Node.gpu_model_of(inventory) if inventory else (node.gpu_model or "none"),
+        runs_in_job=(Run.objects.filter(job_id=run.job_id).count()
+                     if any(s["metric"].startswith("training.") for s in samples) else 1))
+    found += consistency.violations(facts)
+    if found:
+        raise Refused(found)
+    return reviewed.spent
+
+
+def _loopback_peers(run: Run, node: Node, samples: list[dict[str, Any]]) -> set[str]:
+    """Peers the platform itself knows to be on the host's loopback (not a network path)."""
+    if not any(s["metric"] in consistency.THROUGHPUT_METRICS for s in samples):
+        return set()
+    hosts = {str(e.as_peer()["name"]): e.host for e in ReferenceEndpoint.for_node(node)}
+    if any(s["metric"] == "network.internode_throughput" for s in samples):
+        hosts |= {f"node:{n['name']}": n["host"] or "" for n in coordination.mesh(run.job)}
+    return {name for name, host in hosts.items() if consistency.is_loopback(host)}
+
+
+def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
+           samples: list[dict[str, Any]], error: str, inventory: dict[str, Any],
+           spent: list[tuple[int, str]], now: Any) -> None:
+    status = Run.Status.SUCCEEDED if succeeded else Run.Status.FAILED
+    stored = Sample.objects.bulk_create([Sample(run=run, **s) for s in samples])
+    if spent:
+        ReferenceRecordUse.objects.bulk_create(
+            [ReferenceRecordUse(endpoint_id=e, key=k, run=run) for e, k in spent],
+            ignore_conflicts=True)
+    run.inventory = inventory
+    _finish(run, status, "" if succeeded else (error or "probe failed"), now)
+    Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
+    if succeeded and run.ranked:
+        record_latest(run, stored)
+    if hasattr(run.job, "certification"):
+        # A certification run is judged once its job's runs have all finished.
+        transaction.on_commit(lambda: on_job_finished(run.job_id))
+    log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
+                                                 "node_id": node.pk, "attempt_id": attempt_id})
+    if inventory and inventory != node.inventory:  # it rarely changes: no write each run
+        Node.objects.filter(pk=node.pk).update(inventory=inventory,
+                                                gpu_model=Node.gpu_model_of(inventory))
 
 
 def _finish(run: Run, status: str, error: str, now: Any) -> None:

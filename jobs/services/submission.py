@@ -11,11 +11,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from benchmarks.suites import SUITES, resolve_params
-from fleet.models import Node
+from benchmarks.suites import MEASURING_SUITES, SUITES, is_canonical, resolve_params
+from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, Run
 from jobs.services.dispatch import publish_run
 
@@ -42,10 +43,13 @@ def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any],
 
 def submit(owner: User, node_ids: Sequence[int], suite: str,
            params: dict[str, Any] | None = None, idempotency_key: str = "",
-           profile: str = "default") -> tuple[BenchmarkJob, bool]:
+           profile: str = "default", by_platform: bool = False) -> tuple[BenchmarkJob, bool]:
     """Create a job with one run per node; returns (job, created).
 
-    A created job comes with its runs and their nodes attached, ready to serialise.
+    A created job comes with its runs and their nodes attached, ready to serialise. Each
+    run records who asked for it (the platform, the node's own provider, or a buyer) and
+    whether its figures may rank (a published profile as published; the platform's own
+    runs choose their parameters themselves, so they rank whenever they measure).
     """
     params = params or {}
     if suite not in SUITES:
@@ -62,7 +66,8 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
     # One query for the nodes, what the response shows of them, and their queue depth.
     nodes = {n.pk: n for n in Node.objects.filter(pk__in=unique_ids, status=Node.Status.ACTIVE)
              .select_related("provider", "region").only(*RESPONSE_NODE_FIELDS)
-             .annotate(queued=_queued_runs())}
+             .annotate(queued=_queued_runs(), own=Exists(Provider.owners.through.objects.filter(
+                 provider_id=OuterRef("provider_id"), user_id=owner.pk)))}
     missing = [i for i in unique_ids if i not in nodes]
     if missing:
         raise SubmissionError(f"unknown or revoked node ids: {missing}", field="nodes")
@@ -72,8 +77,13 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
         # Inside a caller's transaction, a savepoint keeps a lost Idempotency-Key race from
         # breaking it; on its own, the insert is one statement and atomic by itself.
         with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            ranked = (suite in MEASURING_SUITES if by_platform
+                      else is_canonical(suite, params, profile))
+            requested = [Run.RequestedBy.PLATFORM if by_platform
+                         else Run.RequestedBy.PROVIDER if getattr(nodes[i], "own", False)
+                         else Run.RequestedBy.BUYER for i in unique_ids]
             job, runs = _insert(owner, suite, profile, params, idempotency_key, digest,
-                                unique_ids)
+                                unique_ids, ranked, [str(r) for r in requested])
     except IntegrityError:
         # Two requests raced with the same Idempotency-Key: the other one won.
         existing = BenchmarkJob.objects.get(owner=owner, idempotency_key=idempotency_key)
@@ -98,16 +108,19 @@ WITH job AS (
     RETURNING id
 )
 INSERT INTO jobs_run (job_id, node_id, status, progress, error, attempts, queued_at,
-                      dispatched_at, inventory)
-SELECT job.id, n.node_id, 'queued', '{}'::jsonb, '', 0, %(now)s, %(now)s, '{}'::jsonb
-FROM job, unnest(%(nodes)s::bigint[]) WITH ORDINALITY AS n(node_id, position)
+                      dispatched_at, inventory, ranked, requested_by)
+SELECT job.id, n.node_id, 'queued', '{}'::jsonb, '', 0, %(now)s, %(now)s, '{}'::jsonb,
+       %(ranked)s, n.requested_by
+FROM job, unnest(%(nodes)s::bigint[], %(requested)s::text[])
+     WITH ORDINALITY AS n(node_id, requested_by, position)
 ORDER BY n.position
 RETURNING id, job_id, node_id
 """
 
 
 def _insert(owner: User, suite: str, profile: str, params: dict[str, Any], key: str,
-            digest: str, node_ids: list[int]) -> tuple[BenchmarkJob, list[Run]]:
+            digest: str, node_ids: list[int], ranked: bool,
+            requested: list[str]) -> tuple[BenchmarkJob, list[Run]]:
     """Write the job and one run per node, dispatched_at set: the publish follows."""
     now = timezone.now()
     fields = {"owner": owner, "suite": suite, "profile": profile, "params": params,
@@ -115,18 +128,22 @@ def _insert(owner: User, suite: str, profile: str, params: dict[str, Any], key: 
     if connection.vendor != "postgresql":  # the demo's SQLite
         with transaction.atomic():
             job = BenchmarkJob.objects.create(**fields)
-            runs = Run.objects.bulk_create([Run(job=job, node_id=i, dispatched_at=now)
-                                            for i in node_ids])
+            runs = Run.objects.bulk_create([Run(job=job, node_id=i, dispatched_at=now,
+                                                ranked=ranked, requested_by=r)
+                                            for i, r in zip(node_ids, requested, strict=True)])
         return job, runs
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_JOB_SQL, {
             "owner": owner.pk, "suite": suite, "profile": profile, "params": json.dumps(params),
-            "now": now, "key": key, "digest": digest, "nodes": node_ids})
+            "now": now, "key": key, "digest": digest, "nodes": node_ids, "ranked": ranked,
+            "requested": requested})
         rows = cursor.fetchall()
     job = BenchmarkJob(pk=rows[0][1], created_at=now, **fields)
+    by_node = dict(zip(node_ids, requested, strict=True))
     return job, [Run(pk=run_id, job=job, node_id=node_id, status=Run.Status.QUEUED,
                      progress={}, error="", attempts=0, queued_at=now, dispatched_at=now,
-                     inventory={}) for run_id, _, node_id in rows]
+                     inventory={}, ranked=ranked, requested_by=by_node[node_id])
+                 for run_id, _, node_id in rows]
 
 
 def _same_request(job: BenchmarkJob, digest: str) -> BenchmarkJob:

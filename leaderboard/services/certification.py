@@ -1,6 +1,15 @@
 """Certification: the platform schedules a run with parameters it picks, evaluates the
 profile's criteria on what was measured, and issues a signed certificate when every
-applicable criterion passes.
+applicable criterion passes. It fails closed:
+
+- a criterion the profile says the platform checks (``verified_by: reference``) takes only
+  platform-verified figures (the reference endpoint's own record of the test); without one
+  it is ``unverified`` and no certificate is issued;
+- what only the host can say (GPU model, memory, serial) is marked ``host-claimed``;
+- a tier is given only when every criterion was measured; otherwise the certificate says
+  which were not ("certified without GPU") and its tier, ``partial``, ranks below bronze;
+- a run's evaluation is claimed with a conditional update: two runs finishing together
+  issue one certificate.
 
 Tiers come from the smallest margin over the thresholds among the applicable criteria:
 
@@ -16,7 +25,6 @@ import json
 import logging
 import operator
 import secrets
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,11 +37,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from fleet.models import Node, ReferenceEndpoint
-from jobs.models import Run
+from benchmarks import link_classes
+from fleet.models import Node
+from jobs.models import Run, Sample
 from jobs.services import submission
 from leaderboard.models import Certificate, CertificationProfile, CertificationRequest
-from leaderboard.services import reference_log, signing
+from leaderboard.services import signing
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +50,9 @@ PROFILES_FILE = Path(__file__).resolve().parents[1] / "certification" / "profile
 COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 TIERS = [(0.5, "gold"), (0.2, "silver"), (0.0, "bronze")]
+# Given when a criterion could not be measured here (no GPU): below every full tier.
+PARTIAL_TIER = "partial"
+TIER_ORDER = ["gold", "silver", "bronze", PARTIAL_TIER]
 
 
 class CertificationError(Exception):
@@ -91,7 +103,8 @@ def request(node: Node, profile_name: str, user: User,
     params = {"seed": secrets.randbelow(2**31), "training_ranks": 1 if peers else 2}
     with transaction.atomic():
         job, _ = submission.submit(user, [node.pk, *(p.pk for p in peers)], profile.suite,
-                                   params, profile=settings.CERTIFICATION_JOB_PROFILE)
+                                   params, profile=settings.CERTIFICATION_JOB_PROFILE,
+                                   by_platform=True)
         return CertificationRequest.objects.create(node=node, profile=profile, job=job)
 
 
@@ -110,26 +123,29 @@ class Outcome:
         return self.__dict__.copy()
 
 
-def worst(run: Run, metric: str, higher_is_better: bool) -> float | None:
-    values = list(run.samples.filter(metric=metric).values_list("value", flat=True))
+def worst(run: Run, metric: str, higher_is_better: bool, verified: bool = False) -> float | None:
+    samples = run.samples.filter(metric=metric)
+    if verified:
+        samples = samples.filter(evidence=Sample.PLATFORM_VERIFIED)
+    values = list(samples.values_list("value", flat=True))
     if not values:
         return None
     return min(values) if higher_is_better else max(values)
 
 
-def reference_check(run: Run, host_value: float) -> tuple[float | None, str]:
-    """The reference endpoint's own figure for the node's forward tests, if readable."""
-    node = run.node
-    since = run.started_at.timestamp() - 5 if run.started_at else 0
-    until = (run.finished_at or timezone.now()).timestamp() + 5
-    address = node.address or "127.0.0.1"
-    for endpoint in ReferenceEndpoint.for_node(node):
-        if not endpoint.report_log:
-            continue
-        figures = reference_log.received_gbps(endpoint.report_log, address, since, until)
-        if figures:
-            return statistics.median(figures), f"reference endpoint {endpoint.name} (its own iperf3 log)"
-    return None, "host report (no reference log with this node's tests)"
+def verified_source(run: Run, metric: str) -> str:
+    return str(run.samples.filter(metric=metric, evidence=Sample.PLATFORM_VERIFIED)
+               .values_list("evidence_source", flat=True).first() or "")
+
+
+def threshold_of(spec: Any, run: Run) -> float | None:
+    """A number; {link_class: N}: what an honest N GbE link measures; {metric, factor}."""
+    if isinstance(spec, dict) and "link_class" in spec:
+        return link_classes.floor(float(spec["link_class"]))
+    if isinstance(spec, dict):
+        base = worst(run, spec["metric"], True)
+        return base * float(spec["factor"]) if base is not None else None
+    return float(spec)
 
 
 def evaluate_criterion(criterion: dict[str, Any], run: Run, multi_node: bool,
@@ -143,25 +159,21 @@ def evaluate_criterion(criterion: dict[str, Any], run: Run, multi_node: bool,
         reason = "no NVIDIA GPU on this host" if requires == "gpu" else "single node"
         return Outcome(metric, comparison, None, None, "not applicable", None,
                        f"{why} ({reason})", "")
-    threshold_spec = criterion["threshold"]
-    if isinstance(threshold_spec, dict):
-        base = worst(run, threshold_spec["metric"], True)
-        threshold = base * float(threshold_spec["factor"]) if base is not None else None
+    threshold = threshold_of(criterion["threshold"], run)
+    by_reference = criterion.get("verified_by") == "reference"
+    value = worst(run, metric, higher, verified=by_reference)
+    if by_reference:
+        if value is None:
+            host = worst(run, metric, higher)
+            return Outcome(metric, comparison, threshold, host, "unverified", None,
+                           f"{why} (no reference endpoint recorded this node's tests: the "
+                           "platform cannot vouch for the host's figure)", "host report")
+        source = verified_source(run, metric)
     else:
-        threshold = float(threshold_spec)
-    value = worst(run, metric, higher)
-    source = "host report"
+        source = "host report"
     if value is None or threshold is None:
         return Outcome(metric, comparison, threshold, value, "fail", None,
                        f"{why} (not measured)", source)
-    if criterion.get("verified_by") == "reference":
-        reference, source = reference_check(run, value)
-        if reference is not None:
-            if abs(value - reference) > settings.CERT_REFERENCE_TOLERANCE * reference:
-                return Outcome(metric, comparison, threshold, value, "fail", None,
-                               f"{why} (host reported {value:.4g}, the reference measured "
-                               f"{reference:.4g})", source)
-            value = reference
     ok = COMPARISONS[comparison](value, threshold)
     margin = ((value - threshold) if higher else (threshold - value)) / threshold if threshold else None
     return Outcome(metric, comparison, threshold, value, "pass" if ok else "fail",
@@ -169,9 +181,20 @@ def evaluate_criterion(criterion: dict[str, Any], run: Run, multi_node: bool,
 
 
 def tier(outcomes: list[Outcome]) -> str:
+    if any(o.status == "not applicable" for o in outcomes):
+        return PARTIAL_TIER  # not everything was measured: no medal for what was skipped
     margins = [o.margin for o in outcomes if o.status == "pass" and o.margin is not None]
     smallest = min(margins) if margins else 0.0
     return next(name for floor, name in TIERS if smallest >= floor)
+
+
+def title(profile: CertificationProfile, outcomes: list[Outcome]) -> str:
+    missing = [o for o in outcomes if o.status == "not applicable"]
+    if not missing:
+        return f"certified: {profile.name}"
+    if all("GPU" in o.why for o in missing):
+        return f"certified without GPU: {profile.name}"
+    return f"certified without {', '.join(o.metric for o in missing)}: {profile.name}"
 
 
 def on_job_finished(job_id: int) -> None:
@@ -182,6 +205,12 @@ def on_job_finished(job_id: int) -> None:
         return
     if cert_request.job.runs.exclude(status__in=Run.FINISHED).exists():
         return
+    # Claim the evaluation: of two runs finishing together, exactly one gets the row.
+    claimed = CertificationRequest.objects.filter(
+        pk=cert_request.pk, status=CertificationRequest.Status.RUNNING).update(
+        status=CertificationRequest.Status.EVALUATING)
+    if claimed != 1:
+        return
     evaluate(cert_request)
 
 
@@ -190,13 +219,24 @@ def evaluate(cert_request: CertificationRequest) -> CertificationRequest:
     if run.status != Run.Status.SUCCEEDED:
         return _failed(cert_request, [], f"the certification run {run.status}: {run.error}")
     multi = cert_request.job.runs.count() > 1
+    # Presence and model are the host's claim (NVML on its side); marked so in the document.
     has_gpu = bool((run.inventory.get("gpu") or {}).get("available"))
     outcomes = [evaluate_criterion(c, run, multi, has_gpu) for c in cert_request.profile.criteria]
-    failed = [o for o in outcomes if o.status == "fail"]
+    failed = [o for o in outcomes if o.status in ("fail", "unverified")]
     if failed:
-        return _failed(cert_request, outcomes, "; ".join(f"{o.metric} {o.value} not {o.comparison} "
-                                                         f"{o.threshold}" for o in failed))
+        return _failed(cert_request, outcomes, "; ".join(
+            f"{o.metric} unverified (no reference record)" if o.status == "unverified"
+            else f"{o.metric} {o.value} not {o.comparison} {o.threshold}" for o in failed))
     return _issue(cert_request, run, outcomes, tier(outcomes))
+
+
+def host_claimed_gpu(inventory: dict[str, Any]) -> dict[str, Any]:
+    """What the host says of its GPUs: model, memory, serial, all marked host-claimed."""
+    gpu = inventory.get("gpu") if isinstance(inventory.get("gpu"), dict) else {}
+    devices = [d for d in (gpu or {}).get("devices") or [] if isinstance(d, dict)]
+    return {"evidence": "host-claimed", "available": bool((gpu or {}).get("available")),
+            "devices": [{k: d.get(k) for k in ("name", "memory_total_mib", "serial", "uuid")
+                         if k in d} for d in devices]}
 
 
 def _failed(cert_request: CertificationRequest, outcomes: list[Outcome], reason: str) -> CertificationRequest:
@@ -218,12 +258,15 @@ def _issue(cert_request: CertificationRequest, run: Run, outcomes: list[Outcome]
     document = {
         "type": "gpu-node-certificate", "version": 1,
         "node": {"id": node.pk, "name": node.name, "inventory_sha256": inventory_digest,
-                 "gpu_model": node.gpu_model},
+                 "gpu_model": node.gpu_model, "gpu_model_evidence": "host-claimed",
+                 "gpu": host_claimed_gpu(run.inventory)},
         "provider": {"id": node.provider_id, "name": node.provider.name, "kind": node.provider.kind},
         "region": {"code": node.region.code, "province": node.region.province,
                    "city": node.region.city},
         "profile": {"name": cert_request.profile.name, "version": cert_request.profile.version},
         "criteria": [o.as_dict() for o in outcomes],
+        "title": title(cert_request.profile, outcomes),
+        "not_measured": [o.metric for o in outcomes if o.status == "not applicable"],
         "tier": cert_tier,
         "run": run.pk,
         "issued_at": now.isoformat(),
@@ -253,6 +296,12 @@ def _issue(cert_request: CertificationRequest, run: Run, outcomes: list[Outcome]
 def revoke(cert: Certificate, reason: str) -> None:
     Certificate.objects.filter(pk=cert.pk, revoked_at__isnull=True).update(
         revoked_at=timezone.now(), revoked_reason=reason[:255])
+
+
+def revoke_node(node: Node, reason: str) -> int:
+    """A revoked node vouches for nothing: every certificate of it is revoked."""
+    return Certificate.objects.filter(node=node, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_reason=f"node revoked: {reason}"[:255])
 
 
 def renew_due(user_for: Callable[[Node], User | None]) -> int:

@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from benchmarks import link_classes
+
 Values = Mapping[str, float]
+# Distributed training wants at least a 10 GbE link between nodes (a nominal class).
+MULTI_NODE_CLASS = 10.0
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,10 @@ def far_from_region(v: Values) -> Finding | None:
 
 def slow_interconnect(v: Values) -> Finding | None:
     gbps = v.get("network.internode_throughput", v.get("network.tcp_throughput"))
-    if gbps is None or gbps >= 10:
+    if gbps is None or link_classes.reaches(gbps, MULTI_NODE_CLASS):
         return None
-    return Finding("slow-network", f"{gbps:.2f} Gbit/s, under the 10 Gbit/s multi-node "
+    return Finding("slow-network", f"{gbps:.2f} Gbit/s, under what a 10 GbE link measures "
+                   f"({link_classes.floor(MULTI_NODE_CLASS):g} Gbit/s), the least multi-node "
                    "training needs", "keep training on one node, or ask for 25/100 GbE or RDMA")
 
 

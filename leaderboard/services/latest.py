@@ -1,38 +1,114 @@
-"""Keeping the LatestResult summary current as results land."""
+"""Keeping the board's summary rows current as ranked runs land.
+
+A board value is not one run: it is the median of the node's last LEADERBOARD_RUNS ranked
+runs of the profile within LEADERBOARD_WINDOW_DAYS, with the run-to-run spread and the number
+of runs beside it (the per-run values stay in the history). Two rules keep a provider from
+steering it:
+
+- runs its own provider asked for never replace figures from a buyer's or the platform's
+  runs: they count only while the window has no other run of that metric;
+- each value is kept twice: from platform-verified figures only, and from every figure.
+"""
 
 from __future__ import annotations
 
+import statistics
+from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from benchmarks import metrics
+from jobs.models import Run, Sample
 from leaderboard.models import LatestResult
 
 if TYPE_CHECKING:
-    from jobs.models import Run, Sample
+    from jobs.models import Sample as SampleRow
 
 
-def worst_per_metric(samples: Iterable[Sample]) -> list[Sample]:
-    """One sample per metric: with several peers, a node is as good as its worst link."""
-    chosen: dict[str, Sample] = {}
-    for sample in samples:
-        known = metrics.METRICS.get(sample.metric)
-        current = chosen.get(sample.metric)
-        if current is None or known is None:
-            chosen[sample.metric] = sample
-        elif (sample.value < current.value) == known.higher_is_better:
-            chosen[sample.metric] = sample
-    return list(chosen.values())
+@dataclass(frozen=True)
+class RunFigure:
+    """One run's figure of one metric: with several peers, a node is as good as its worst."""
+
+    run_id: int
+    finished_at: Any
+    requested_by: str
+    value: float
+    unit: str
+    n: int
+    p5: float | None
+    p95: float | None
+    cv: float | None
+    verified: bool
+    source: str
 
 
-def record_latest(run: Run, samples: Iterable[Sample]) -> None:
-    """Upsert the node's latest value per metric: one INSERT .. ON CONFLICT for the run."""
-    rows = [LatestResult(node_id=run.node_id, metric=s.metric, profile=run.job.profile,
-                         value=s.value, unit=s.unit, n=s.n, p5=s.p5, p95=s.p95, cv=s.cv,
-                         run=run, measured_at=run.finished_at or timezone.now())
-            for s in worst_per_metric(samples)]
+def worst(samples: list[dict[str, Any]], higher_is_better: bool) -> dict[str, Any]:
+    return (min if higher_is_better else max)(samples, key=lambda s: s["value"])
+
+
+def run_figures(rows: Iterable[Any], verified_only: bool) -> dict[str, list[RunFigure]]:
+    """metric -> one figure per run, newest first (rows come newest first)."""
+    per_run: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if verified_only and row["evidence"] != Sample.PLATFORM_VERIFIED:
+            continue
+        per_run[(row["metric"], row["run_id"])].append(row)
+    figures: dict[str, list[RunFigure]] = defaultdict(list)
+    for (metric, run_id), samples in per_run.items():
+        known = metrics.METRICS.get(metric)
+        s = worst(samples, known.higher_is_better if known else True)
+        figures[metric].append(RunFigure(
+            run_id, s["run__finished_at"], s["run__requested_by"], s["value"], s["unit"], s["n"],
+            s["p5"], s["p95"], s["cv"], all(x["evidence"] == Sample.PLATFORM_VERIFIED for x in samples),
+            s["evidence_source"]))
+    return figures
+
+
+def eligible(figures: list[RunFigure], k: int) -> list[RunFigure]:
+    """The last k runs, a provider's own only when no one else measured the node."""
+    others = [f for f in figures if f.requested_by != Run.RequestedBy.PROVIDER]
+    return (others or figures)[:k]
+
+
+def board_row(node_id: int, metric: str, profile: str, evidence: str,
+              figures: list[RunFigure]) -> LatestResult:
+    latest = figures[0]
+    values = [f.value for f in figures]
+    return LatestResult(
+        node_id=node_id, metric=metric, profile=profile, evidence=evidence,
+        value=statistics.median(values), unit=latest.unit, n=latest.n, p5=latest.p5,
+        p95=latest.p95, cv=latest.cv, run_id=latest.run_id, measured_at=latest.finished_at,
+        runs=len(figures), run_min=min(values), run_max=max(values),
+        verified=all(f.verified for f in figures),
+        evidence_source=next((f.source for f in figures if f.source), ""),
+        requested_by=",".join(sorted({f.requested_by for f in figures})))
+
+
+def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
+    """Recompute the node's board rows of these metrics from its ranked runs."""
+    since = timezone.now() - timedelta(days=settings.LEADERBOARD_WINDOW_DAYS)
+    rows = list(Sample.objects.filter(
+        run__node_id=node_id, run__ranked=True, run__status=Run.Status.SUCCEEDED,
+        run__job__profile=profile, run__finished_at__gte=since, metric__in=metric_names)
+        .order_by("-run__finished_at", "-run_id")
+        .values("metric", "value", "unit", "n", "p5", "p95", "cv", "evidence", "evidence_source",
+                "run_id", "run__finished_at", "run__requested_by"))
+    out = []
+    for evidence, verified_only in ((LatestResult.ANY, False), (LatestResult.VERIFIED, True)):
+        for metric, figures in run_figures(rows, verified_only).items():
+            chosen = eligible(figures, settings.LEADERBOARD_RUNS)
+            out.append(board_row(node_id, metric, profile, evidence, chosen))
     LatestResult.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["node", "metric", "profile"],
-        update_fields=["value", "unit", "n", "p5", "p95", "cv", "run", "measured_at"])
+        out, update_conflicts=True, unique_fields=["node", "metric", "profile", "evidence"],
+        update_fields=["value", "unit", "n", "p5", "p95", "cv", "run", "measured_at", "runs",
+                       "run_min", "run_max", "verified", "evidence_source", "requested_by"])
+
+
+def record_latest(run: Run, samples: Iterable[SampleRow]) -> None:
+    """After a ranked run succeeded (its row already saved): refresh what it measured."""
+    refresh(run.node_id, run.job.profile, {s.metric for s in samples})

@@ -1,4 +1,9 @@
-"""Ranking nodes on one metric, like with like: one profile, filters, spread and staleness."""
+"""Ranking nodes on one metric, like with like: one profile, filters, spread and staleness.
+
+Evidence: for a metric the platform can verify (throughput and RTT to its reference
+endpoints) the default ranking uses verified figures only and lists host-reported ones
+apart; other metrics rank host-reported figures, marked. ``evidence=verified|any`` chooses.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +30,19 @@ DEFAULT_METRIC = "network.tcp_throughput"
 THROUGHPUT_METRIC = "training.samples_per_s"
 
 
-class UnknownMetric(ValueError):
+class BadFilter(ValueError):
+    field = "metric"
+
+
+class UnknownMetric(BadFilter):
     pass
+
+
+class BadEvidence(BadFilter):
+    field = "evidence"
+
+
+EVIDENCE_CHOICES = ("verified", "any")
 
 
 @dataclass(frozen=True)
@@ -38,13 +54,26 @@ class Filters:
     gpu_model: str = ""
     profile: str = ""  # empty: the profile with the most results for the metric
     certified: bool = False
+    evidence: str = ""  # empty: verified where the metric can be verified, else any
 
     @classmethod
     def from_query(cls, query: Any) -> Filters:
         return cls(metric=query.get("metric") or DEFAULT_METRIC, region=query.get("region", ""),
                    provider=query.get("provider", ""), provider_kind=query.get("provider_kind", ""),
                    gpu_model=query.get("gpu_model", ""), profile=query.get("profile", ""),
-                   certified=str(query.get("certified", "")).lower() in ("1", "true", "yes"))
+                   certified=str(query.get("certified", "")).lower() in ("1", "true", "yes"),
+                   evidence=query.get("evidence", ""))
+
+    def evidence_class(self) -> str:
+        """Which board rows rank: verified figures only, or every figure."""
+        if self.evidence and self.evidence not in EVIDENCE_CHOICES:
+            raise BadEvidence(f"evidence must be one of {', '.join(EVIDENCE_CHOICES)}, "
+                              f"not {self.evidence!r}")
+        if self.evidence == "any":
+            return LatestResult.ANY
+        if self.evidence == "verified" or metric_of(self.metric).verifiable:
+            return LatestResult.VERIFIED
+        return LatestResult.ANY
 
 
 def metric_of(name: str) -> metrics.Metric:
@@ -57,13 +86,15 @@ def metric_of(name: str) -> metrics.Metric:
 def profile_for(filters: Filters) -> str:
     if filters.profile:
         return filters.profile
-    busiest = (LatestResult.objects.filter(metric=filters.metric).values("profile")
+    busiest = (LatestResult.objects.filter(metric=filters.metric, evidence=LatestResult.ANY)
+               .values("profile")
                .annotate(n=Count("id")).order_by("-n", "profile").first())
     return str(busiest["profile"]) if busiest else "default"
 
 
-def filtered(filters: Filters, profile: str) -> QuerySet[LatestResult]:
+def filtered(filters: Filters, profile: str, evidence: str | None = None) -> QuerySet[LatestResult]:
     rows = (LatestResult.objects.filter(metric=filters.metric, profile=profile,
+                                        evidence=evidence or filters.evidence_class(),
                                         node__status=Node.Status.ACTIVE)
             .select_related("node__provider", "node__region"))
     if filters.region:
@@ -82,24 +113,47 @@ def filtered(filters: Filters, profile: str) -> QuerySet[LatestResult]:
     return rows
 
 
+def ordering(metric: metrics.Metric) -> tuple[str, str]:
+    return ("-value", "node_id") if metric.higher_is_better else ("value", "node_id")
+
+
 def ranked(filters: Filters) -> tuple[QuerySet[LatestResult], str]:
-    """Nodes' latest values of ``filters.metric`` in one profile, best first."""
+    """Nodes' board values of ``filters.metric`` in one profile, best first."""
     metric = metric_of(filters.metric)
     profile = profile_for(filters)
-    order = ("-value", "node_id") if metric.higher_is_better else ("value", "node_id")
-    return filtered(filters, profile).order_by(*order), profile
+    return filtered(filters, profile).order_by(*ordering(metric)), profile
+
+
+def host_reported(filters: Filters, profile: str, limit: int = 200) -> list[LatestResult]:
+    """Nodes with figures only the host vouches for, where the ranking wants verified ones:
+    listed apart, unranked, so a buyer sees them without their claims outranking anyone."""
+    if filters.evidence_class() != LatestResult.VERIFIED:
+        return []
+    verified = filtered(filters, profile).values("node_id")
+    rows = (filtered(filters, profile, LatestResult.ANY).exclude(node_id__in=verified)
+            .order_by(*ordering(metric_of(filters.metric))))
+    return list(rows[:limit])
 
 
 def is_stale(measured_at: Any) -> bool:
     return bool(measured_at < timezone.now() - timedelta(days=settings.LEADERBOARD_STALE_DAYS))
 
 
-def node_values(node_ids: Iterable[int], profile: str) -> dict[int, dict[str, float]]:
-    """Every latest value of these nodes in one profile: node -> metric -> value."""
+def node_values(node_ids: Iterable[int], profile: str,
+                evidence: str = "") -> dict[int, dict[str, float]]:
+    """Every board value of these nodes in one profile: node -> metric -> value.
+
+    As the ranking does: a verifiable metric counts only verified (unless ``evidence`` is
+    "any"), the others every figure.
+    """
     values: dict[int, dict[str, float]] = defaultdict(dict)
-    for node_id, metric, value in LatestResult.objects.filter(
-            node_id__in=list(node_ids), profile=profile).values_list("node_id", "metric", "value"):
-        values[node_id][metric] = value
+    for node_id, metric, value, row_evidence in LatestResult.objects.filter(
+            node_id__in=list(node_ids), profile=profile).values_list(
+                "node_id", "metric", "value", "evidence"):
+        known = metrics.METRICS.get(metric)
+        verifiable = bool(known and known.verifiable) and evidence != "any"
+        if row_evidence == (LatestResult.VERIFIED if verifiable else LatestResult.ANY):
+            values[node_id][metric] = value
     return values
 
 
@@ -116,8 +170,9 @@ class Entry:
     findings: list[diagnosis.Finding] = field(default_factory=list)
 
 
-def entries(rows: list[LatestResult], profile: str, first_rank: int = 1) -> list[Entry]:
-    values = node_values((r.node_id for r in rows), profile)
+def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
+            evidence: str = "") -> list[Entry]:
+    values = node_values((r.node_id for r in rows), profile, evidence)
     out = []
     for i, row in enumerate(rows):
         v = values.get(row.node_id, {})
@@ -169,10 +224,17 @@ def groups(filters: Filters, by: str) -> tuple[list[Group], str]:
 
 
 def history(node: Node, metric_name: str) -> list[dict[str, Any]]:
-    """Every succeeded measurement of one metric on one node, oldest first."""
+    """Every succeeded measurement of one metric on one node, oldest first, ranked or not
+    (an unranked one says so: custom parameters, or a suite that does not rank)."""
     metric_of(metric_name)
     samples = (Sample.objects.filter(run__node=node, metric=metric_name, run__status="succeeded")
                .select_related("run__job").order_by("run__finished_at", "id"))
     return [{"measured_at": s.run.finished_at, "value": s.value, "unit": s.unit, "p5": s.p5,
              "p95": s.p95, "n": s.n, "profile": s.run.job.profile, "run": s.run_id,
-             "peer": s.metadata.get("peer")} for s in samples]
+             "peer": s.metadata.get("peer"), "ranked": s.run.ranked,
+             "note": "" if s.run.ranked else UNRANKED_LABEL, "evidence": s.evidence,
+             "evidence_source": s.evidence_source, "requested_by": s.run.requested_by}
+            for s in samples]
+
+
+UNRANKED_LABEL = "unranked: custom parameters"

@@ -121,18 +121,25 @@ def _json(body: dict[str, Any]) -> str:
     return json.dumps(body)
 
 
-def test_throughput_beyond_the_hosts_own_nic_is_a_400(runs: Any) -> None:
-    one, _, run1, _ = runs
-    attempt = claim(one, run1).json()["attempt_id"]
-    remote = {**GOOD, "value": 50.0, "p95": 51.0, "max": 52.0,
-              "metadata": {"peer_host": "10.20.0.2"}}
-    body = {"attempt_id": attempt, "status": "succeeded", "samples": [remote],
-            "inventory": {"nics": [{"name": "eth0", "speed_mbps": 1000}]}}
-    response = one.client().post(f"/api/v1/node/runs/{run1.pk}/result", body, format="json")
-    assert response.status_code == 400
-    assert "fastest NIC" in str(response.json()["samples"])
+def test_throughput_beyond_the_nic_seen_at_enrolment_is_refused(buyer: Any, enrol_node: Any) -> None:
+    slow = enrol_node("hz-1g", inventory={"nics": [{"name": "eth0", "speed_mbps": 1000}]})
+
+    def post(sample: dict[str, Any], inventory: dict[str, Any]) -> Any:
+        job, _ = submission.submit(buyer.user, [slow.node.pk], "network")
+        run = job.runs.get()
+        attempt = claim(slow, run).json()["attempt_id"]
+        return slow.client().post(f"/api/v1/node/runs/{run.pk}/result", {
+            "attempt_id": attempt, "status": "succeeded", "samples": [sample],
+            "inventory": inventory}, format="json")
+
+    remote = {**GOOD, "value": 50.0, "p5": 49.0, "p95": 51.0, "min": 49.0, "max": 52.0,
+              "metadata": {"peer": "node:elsewhere", "peer_host": "10.20.0.2"}}
+    # A result that claims a 100 GbE NIC does not raise the ceiling seen at enrolment.
+    response = post(remote, {"nics": [{"name": "eth0", "speed_mbps": 100_000}]})
+    assert response.status_code == 422
+    assert "fastest NIC" in response.json()["errors"]["within_nic_rate"]
     assert not Sample.objects.exists()
-    within = {**remote, "value": 0.94, "p95": 0.95, "max": 0.96}
-    body["samples"] = [within]
-    assert one.client().post(f"/api/v1/node/runs/{run1.pk}/result", body,
-                             format="json").status_code == 200
+    # Declaring a loopback peer_host does not exempt it: the platform resolves peers itself.
+    assert post(remote | {"metadata": {"peer_host": "127.0.0.1"}}, {}).status_code == 422
+    within = {**remote, "value": 0.94, "p5": 0.93, "p95": 0.95, "min": 0.93, "max": 0.96}
+    assert post(within, {}).status_code == 200

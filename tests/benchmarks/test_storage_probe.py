@@ -11,6 +11,7 @@ from benchmarks.probes import storage
 from benchmarks.probes.base import ProbeContext, ProbeError
 from benchmarks.probes.storage import StorageProbe
 from benchmarks.suites import PARAMS as SHARED_PARAMS
+from jobs.services.consistency import LITTLE_HIGH, LITTLE_LOW
 
 TINY = {"fio_runtime": 1.0, "fio_size_mib": 8.0, "fio_numjobs": 4.0, "checkpoint_mib": 16.0,
         "smallfile_count": 200.0, "smallfile_kib": 4.0, "repetitions": 2.0}
@@ -21,6 +22,7 @@ EXPECTED_UNITS = {
     "storage.randread_clat_p50": "us",
     "storage.randread_clat_p99": "us",
     "storage.randread_clat_p999": "us",
+    "storage.randread_lat_mean": "us",
     "storage.seqread_bw": "GB/s",
     "storage.seqwrite_bw": "GB/s",
     "storage.checkpoint_write": "GB/s",
@@ -31,6 +33,7 @@ EXPECTED_UNITS = {
     "storage.randread_clat_p50_tmpfs": "us",
     "storage.randread_clat_p99_tmpfs": "us",
     "storage.randread_clat_p999_tmpfs": "us",
+    "storage.randread_lat_mean_tmpfs": "us",
     "storage.smallfile_read_tmpfs": "files/s",
 }
 
@@ -100,6 +103,12 @@ def test_a_real_run_reports_every_metric_and_cleans_up(
                  "storage.checkpoint_read"):
         assert 0.001 < by_metric[name].value < 1_000, name  # GB/s, not bytes/s
     assert by_metric["storage.smallfile_read"].value > 10
+    # What the platform's Little's-law rule checks holds for a real run: IOPS x mean latency
+    # is the fio jobs' I/Os in flight (4 jobs, iodepth 1).
+    for suffix in ("", "_tmpfs"):
+        in_flight = (by_metric[f"storage.randread_iops{suffix}"].value
+                     * by_metric[f"storage.randread_lat_mean{suffix}"].value / 1e6)
+        assert LITTLE_LOW * 4 <= in_flight <= LITTLE_HIGH * 4, (suffix, in_flight)
 
     meta = by_metric["storage.randread_iops"].metadata
     assert meta["directory"] == str(data)

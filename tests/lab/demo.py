@@ -118,9 +118,10 @@ class Demo:
             iperf3_port, echo_port = procs.free_port(), procs.free_port()
             report_log = self.logs / f"reference-{region}-iperf3.json"
             self.keep(procs.start_iperf3_server(iperf3_port, self.logs, report_log=report_log))
-            self.keep(procs.start_echo_server(echo_port, self.logs))
+            echo_log = self.logs / f"reference-{region}-echo.jsonl"
+            self.keep(procs.start_echo_server(echo_port, self.logs, record_log=echo_log))
             self.platform.register_endpoint(region, "ref1", "127.0.0.1", iperf3_port, echo_port,
-                                            None, str(report_log))
+                                            None, str(report_log), str(echo_log))
             node_id, _, _ = self.platform.enrol_loopback_node(seed["providers"][provider], region, name)
             say(f"node worker {name} (node {node_id}) is consuming its own queue")
             node_ids.append(node_id)

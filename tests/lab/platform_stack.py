@@ -75,10 +75,12 @@ class PlatformStack:
         return done.stdout
 
     def register_endpoint(self, region: str, name: str, host: str, iperf3_port: int,
-                          echo_port: int, node_id: int | None, report_log: str = "") -> None:
+                          echo_port: int, node_id: int | None, report_log: str = "",
+                          echo_log: str = "") -> None:
         """Declare a reference endpoint (LabStack calls this for each it starts)."""
         self.manage("reference_endpoint", region, name, host, f"--iperf3-port={iperf3_port}",
                     f"--echo-port={echo_port}", f"--report-log={report_log}",
+                    f"--echo-log={echo_log}",
                     *([f"--node={node_id}"] if node_id is not None else []))
 
     def enrol_loopback_node(self, provider: dict[str, Any], region: str, name: str,

@@ -138,10 +138,12 @@ def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
     return proc
 
 
-def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1") -> Proc:
-    proc = start(f"echo-{bind}-{port}", [sys.executable, "-m", "workers.cli", "echo-server",
-                                         "--bind", bind, "--port", str(port)], log_dir,
-                 env={"PYTHONPATH": str(REPO)})
+def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
+                      record_log: Path | None = None) -> Proc:
+    argv = [sys.executable, "-m", "workers.cli", "echo-server", "--bind", bind, "--port", str(port)]
+    if record_log is not None:
+        argv += ["--log", str(record_log)]
+    proc = start(f"echo-{bind}-{port}", argv, log_dir, env={"PYTHONPATH": str(REPO)})
     wait_for(lambda: _port_open(bind, port), 10, "TCP echo server")
     return proc
 

@@ -23,8 +23,8 @@ IPERF3_PORT = 5201
 ECHO_PORT = 7007
 RELAY_PORT_BASE = 17000
 
-# register(region, name, host, iperf3_port, echo_port, node_id or None, report_log)
-RegisterEndpoint = Callable[[str, str, str, int, int, "int | None", str], None]
+# register(region, name, host, iperf3_port, echo_port, node_id or None, report_log, echo_log)
+RegisterEndpoint = Callable[[str, str, str, int, int, "int | None", str, str], None]
 
 
 @dataclass
@@ -83,17 +83,21 @@ class LabStack:
                         f"'{self.report_log(name)}'; sleep 0.2; done"]), self.work_dir))
         self.keep(procs.start(f"echo-{name}", self.lab.exec_argv(
             name, [sys.executable, "-m", "workers.cli", "echo-server", "--bind", addr,
-                   "--port", str(ECHO_PORT)]), self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
+                   "--port", str(ECHO_PORT), "--log", str(self.echo_log(name))]),
+            self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
 
     def report_log(self, reference: str) -> Path:
         return self.work_dir / f"iperf3-{reference}.json"
+
+    def echo_log(self, reference: str) -> Path:
+        return self.work_dir / f"echo-{reference}.jsonl"
 
     def register_references(self, register: RegisterEndpoint) -> None:
         """Each region's reference, and per node with added latency its own relayed path."""
         for ref in self.lab.spec.references():
             addr = self.lab.address(ref.name)
-            log = str(self.report_log(ref.name))
-            register(ref.region, ref.name, addr, IPERF3_PORT, ECHO_PORT, None, log)
+            log, echo_log = str(self.report_log(ref.name)), str(self.echo_log(ref.name))
+            register(ref.region, ref.name, addr, IPERF3_PORT, ECHO_PORT, None, log, echo_log)
             for i, node in enumerate(self.lab.spec.nodes()):
                 if node.region != ref.region or not node.delay_ms or node.name not in self.nodes:
                     continue
@@ -101,7 +105,7 @@ class LabStack:
                 self.relay(f"delay-{node.name}", [f"{addr}:{port}={addr}:{ECHO_PORT}"],
                            host=ref.name, delay_ms=node.delay_ms)
                 register(ref.region, f"{ref.name}-{node.name}", addr, IPERF3_PORT, port,
-                         self.nodes[node.name].node_id, log)
+                         self.nodes[node.name].node_id, log, echo_log)
 
     def enrol_nodes(self, api_url: str, provider_token: Callable[[str, str], tuple[int, str]]) -> None:
         """Enrol every node host through the real path, from inside its namespace."""

@@ -43,11 +43,11 @@ def two_host_lab(live_server: Any, private_redis: Any, provider: Provider, provi
         stack.enrol_nodes(live_server.url, lambda name, kind: (provider.pk, provider_owner.token))
 
         def register(region: str, name: str, host: str, iperf3_port: int, echo_port: int,
-                     node_id: int | None, report_log: str) -> None:
+                     node_id: int | None, report_log: str, echo_log: str) -> None:
             ReferenceEndpoint.objects.create(region=Region.objects.get(code=region), name=name,
                                              host=host, iperf3_port=iperf3_port,
                                              echo_port=echo_port, node_id=node_id,
-                                             report_log=report_log)
+                                             report_log=report_log, echo_log=echo_log)
 
         stack.register_references(register)
         yield stack

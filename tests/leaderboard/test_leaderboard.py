@@ -19,7 +19,7 @@ def nodes(buyer: Any, enrol_node: Any, shenzhen: Any) -> dict[str, Any]:
     measured(buyer, hz1, 5.0)
     measured(buyer, hz2, 9.0)
     measured(buyer, sz1, 7.0)
-    measured(buyer, hz1, 1.0)  # hz-1's latest result replaces its earlier one
+    measured(buyer, hz1, 1.0)  # hz-1's board value is the median of its two runs
     return {"hz-1": hz1, "hz-2": hz2, "sz-1": sz1}
 
 
@@ -27,48 +27,52 @@ def names(page: dict[str, Any]) -> list[str]:
     return [row["node"]["name"] for row in page["results"]]
 
 
-def test_nodes_are_ranked_best_first_on_their_latest_value(nodes: Any, buyer: Any) -> None:
-    page = buyer.client().get("/api/v1/leaderboard?metric=network.tcp_throughput").json()
+def test_nodes_are_ranked_best_first_on_the_median_of_their_runs(nodes: Any, buyer: Any) -> None:
+    page = buyer.client().get("/api/v1/leaderboard?metric=network.tcp_throughput&evidence=any").json()
     assert names(page) == ["hz-2", "sz-1", "hz-1"]
     assert [r["rank"] for r in page["results"]] == [1, 2, 3]
-    assert page["results"][2]["value"] == 1.0 and page["profile"] == "default"
+    hz1 = page["results"][2]
+    assert (hz1["value"], hz1["runs"], hz1["run_min"], hz1["run_max"]) == (3.0, 2, 1.0, 5.0)
+    assert page["profile"] == "default" and page["evidence"] == "any"
+    assert (hz1["evidence"], hz1["requested_by"]) == ("host-reported", "buyer")
     assert page["results"][0]["node"]["provider"] == "West Lake DC"
 
 
 def test_only_like_is_compared_with_like(nodes: Any, buyer: Any) -> None:
-    measured(buyer, nodes["sz-1"], 50.0, profile="quick")
+    measured(buyer, nodes["sz-1"], 9.5, profile="quick")
     client = buyer.client()
-    assert names(client.get("/api/v1/leaderboard?profile=default").json()) == ["hz-2", "sz-1", "hz-1"]
-    assert names(client.get("/api/v1/leaderboard?profile=quick").json()) == ["sz-1"]
+    default = client.get("/api/v1/leaderboard?evidence=any&profile=default").json()
+    assert names(default) == ["hz-2", "sz-1", "hz-1"]
+    assert names(client.get("/api/v1/leaderboard?evidence=any&profile=quick").json()) == ["sz-1"]
 
 
 def test_a_region_filter_takes_a_province_or_a_city(nodes: Any, buyer: Any) -> None:
     client = buyer.client()
-    assert names(client.get("/api/v1/leaderboard?region=zhejiang").json()) == ["hz-2", "hz-1"]
-    assert names(client.get("/api/v1/leaderboard?region=shenzhen").json()) == ["sz-1"]
-    assert names(client.get("/api/v1/leaderboard?provider_kind=cloud").json()) == []
-    assert names(client.get("/api/v1/leaderboard?gpu_model=none").json()) == []
+    assert names(client.get("/api/v1/leaderboard?evidence=any&region=zhejiang").json()) == ["hz-2", "hz-1"]
+    assert names(client.get("/api/v1/leaderboard?evidence=any&region=shenzhen").json()) == ["sz-1"]
+    assert names(client.get("/api/v1/leaderboard?evidence=any&provider_kind=cloud").json()) == []
+    assert names(client.get("/api/v1/leaderboard?evidence=any&gpu_model=none").json()) == []
 
 
 def test_old_results_are_marked_stale(nodes: Any, buyer: Any, settings: Any) -> None:
     LatestResult.objects.filter(node=nodes["hz-2"].node).update(
         measured_at=timezone.now() - timedelta(days=settings.LEADERBOARD_STALE_DAYS + 1))
-    rows = buyer.client().get("/api/v1/leaderboard").json()["results"]
+    rows = buyer.client().get("/api/v1/leaderboard?evidence=any").json()["results"]
     assert {r["node"]["name"]: r["stale"] for r in rows} == {"hz-2": True, "sz-1": False, "hz-1": False}
 
 
 def test_pages_follow_a_cursor_without_gaps_or_repeats(nodes: Any, buyer: Any, monkeypatch: Any) -> None:
     monkeypatch.setattr("api.views.leaderboard.PAGE_SIZE", 2)
     client = buyer.client()
-    first = client.get("/api/v1/leaderboard").json()
+    first = client.get("/api/v1/leaderboard?evidence=any").json()
     second = client.get(first["next"]).json()
     assert names(first) + names(second) == ["hz-2", "sz-1", "hz-1"]
     assert [r["rank"] for r in second["results"]] == [3] and second["next"] is None
-    assert client.get("/api/v1/leaderboard?cursor=garbage").status_code == 400
+    assert client.get("/api/v1/leaderboard?evidence=any&cursor=garbage").status_code == 400
 
 
 def test_csv_export_has_a_header_and_a_row_per_node(nodes: Any, buyer: Any) -> None:
-    response = buyer.client().get("/api/v1/leaderboard?format=csv")
+    response = buyer.client().get("/api/v1/leaderboard?evidence=any&format=csv")
     assert response["Content-Type"].startswith("text/csv")
     lines = response.content.decode("utf-8-sig").strip().splitlines()
     assert lines[0].startswith("rank,node.id,node.name")
@@ -76,10 +80,10 @@ def test_csv_export_has_a_header_and_a_row_per_node(nodes: Any, buyer: Any) -> N
 
 
 def test_region_and_provider_views_give_median_spread_and_node_count(nodes: Any, buyer: Any) -> None:
-    regions = buyer.client().get("/api/v1/leaderboard/regions").json()["results"]
+    regions = buyer.client().get("/api/v1/leaderboard/regions?evidence=any").json()["results"]
     zhejiang = next(g for g in regions if g["kind"] == "province" and g["key"] == "zhejiang")
-    assert (zhejiang["nodes"], zhejiang["median"]) == (2, 5.0)
-    providers = buyer.client().get("/api/v1/leaderboard/providers").json()["results"]
+    assert (zhejiang["nodes"], zhejiang["median"]) == (2, 6.0)  # hz-1's 3.0 and hz-2's 9.0
+    providers = buyer.client().get("/api/v1/leaderboard/providers?evidence=any").json()["results"]
     assert [(p["name"], p["nodes"], p["provider_kind"]) for p in providers] == [
         ("West Lake DC", 3, "local_dc")]
 
@@ -99,25 +103,25 @@ def test_price_performance_uses_the_providers_price(nodes: Any, buyer: Any,
     assert response.status_code == 200
     assert buyer.client().post(f"/api/v1/nodes/{hz2.node.pk}/price", {"monthly_price_cny": 1},
                                format="json").status_code == 404
-    row = buyer.client().get("/api/v1/leaderboard").json()["results"][0]
+    row = buyer.client().get("/api/v1/leaderboard?evidence=any").json()["results"][0]
     assert row["monthly_price_cny"] == 20000
     assert row["price_per_throughput"] == 40.0
     assert row["price_per_score"] == pytest.approx(20000 / row["score"]["value"], rel=1e-3)
 
 
 def test_an_unknown_metric_is_a_400(nodes: Any, buyer: Any) -> None:
-    response = buyer.client().get("/api/v1/leaderboard?metric=gpu.vibes")
+    response = buyer.client().get("/api/v1/leaderboard?evidence=any&metric=gpu.vibes")
     assert response.status_code == 400
     assert "metric" in response.json()["errors"]
 
 
 def test_the_web_page_shows_the_same_ranking(nodes: Any) -> None:
-    html = Client().get("/?metric=network.tcp_throughput").content.decode()
+    html = Client().get("/?metric=network.tcp_throughput&evidence=any").content.decode()
     assert html.index("hz-2") < html.index("sz-1") < html.index("hz-1")
     assert "Guangdong" in html
 
 
 def test_the_certification_page_lists_the_published_thresholds(db: Any) -> None:
     html = Client().get("/certification/").content.decode()
-    assert "single-node-training v1" in html and "multi-node-training v1" in html
+    assert "single-node-training v2" in html and "multi-node-training v2" in html
     assert "storage.randread_iops" in html and "&gt;= 10000" in html

@@ -23,6 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--echo-port", type=int, default=None)
         parser.add_argument("--report-log", default="",
                             help="the endpoint's iperf3 -J --logfile, if the platform can read it")
+        parser.add_argument("--echo-log", default="",
+                            help="the endpoint's echo-server --log, if the platform can read it")
         parser.add_argument("--node", type=int, default=None,
                             help="dedicate it to one node (a path only that node measures)")
 
@@ -39,5 +41,5 @@ class Command(BaseCommand):
             region=region, name=options["name"],
             defaults={"host": options["host"], "iperf3_port": options["iperf3_port"],
                       "echo_port": options["echo_port"], "node": node,
-                      "report_log": options["report_log"]})
+                      "report_log": options["report_log"], "echo_log": options["echo_log"]})
         self.stdout.write(f"{'created' if created else 'updated'} {endpoint.as_peer()}")

@@ -1,0 +1,6 @@
+"""What fleet tells the apps above it, without importing them (they connect in ready())."""
+
+from django.dispatch import Signal
+
+# Sent once a node's revocation is committed, with ``node`` and ``reason``.
+node_revoked = Signal()

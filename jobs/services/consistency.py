@@ -1,0 +1,269 @@
+"""Physical consistency of a result, checked at intake before anything of it is stored.
+
+A host can type any number; it cannot easily type a set of numbers that obey physics. Each
+rule is a small named function of the result's facts that returns the violation (the rule's
+name and the numbers) or None. A result that breaks any rule is refused whole (422), the run
+fails ``inconsistent result: ...`` and /metrics counts the rule by name.
+
+Tolerances are the measurement noise seen on honest runs, said at each rule: a rule that
+fails an honest node is worse than no rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks import gpu_models, metrics
+
+THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
+                      "network.tcp_throughput_sent", "network.tcp_throughput_parallel",
+                      "network.internode_throughput")
+LOOPBACK_HOSTS = ("127.", "::1", "localhost")
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith(LOOPBACK_HOSTS)
+
+# A NIC's nominal speed is its line rate; TCP goodput is below it. Slack for rounding.
+LINK_SLACK = 1.02
+# nccl-tests' busbw of a ring cannot beat its slowest link; 5% for the two timings.
+BUSBW_SLACK = 1.05
+# psync: one I/O in flight per fio job. Above 1.25x that many is impossible (Little's law);
+# below, jobs spend time outside the I/O call: measured here 0.75-0.81 on tmpfs with 32
+# jobs on 2 busy cores, so the lower bound is 0.5, not the 0.75 a disk-bound run keeps.
+LITTLE_HIGH, LITTLE_LOW = 1.25, 0.5
+FIO_IODEPTH = 1
+# Step and compute are medians of separate timed loops; on a busy host the no-sync loop
+# can come out a little slower than the synced one when communication is nearly free.
+STEP_SLACK = 0.85
+COMM_SHARE_TOLERANCE = 0.2
+THROUGHPUT_TOLERANCE = 0.10
+# The sender's and receiver's per-second figures are over slightly different intervals.
+SENDER_SLACK = 0.98
+PEAK_SLACK = 1.05
+UTIL_IDLE_PERCENT = 10.0
+SPREAD_EPSILON = 1e-9
+
+
+@dataclass
+class Facts:
+    """What a check may use: the posted samples and what the platform itself knows."""
+
+    samples: list[dict[str, Any]]
+    params: dict[str, float]  # the job's resolved parameters (platform-chosen)
+    nic_mbps: list[int]  # NIC speeds the host reported once, at enrolment
+    loopback_peers: set[str] = field(default_factory=set)  # peer names the platform resolves
+    gpu_claim: str = "none"  # the GPU model of the inventory posted with this result
+    runs_in_job: int = 1
+
+    def value(self, metric: str) -> float | None:
+        values = [s["value"] for s in self.samples if s["metric"] == metric]
+        return values[0] if values else None
+
+
+@dataclass(frozen=True)
+class Violation:
+    check: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.check}: {self.message}"
+
+
+Check = Callable[[Facts], "Violation | None"]
+
+
+def spread_in_order(f: Facts) -> Violation | None:
+    """p5 <= p95 and min <= max; a median lies between p5 and p95, any value in min..max."""
+    for s in f.samples:
+        p5, p95, low, high, v = s.get("p5"), s.get("p95"), s.get("min"), s.get("max"), s["value"]
+        eps = SPREAD_EPSILON * max(1.0, abs(v))
+        bad = ((p5 is not None and p95 is not None and p5 > p95 + eps)
+               or (low is not None and high is not None and low > high + eps)
+               or (low is not None and v < low - eps) or (high is not None and v > high + eps)
+               or (not metrics.METRICS[s["metric"]].mean
+                   and ((p5 is not None and v < p5 - eps) or (p95 is not None and v > p95 + eps))))
+        if bad:
+            return Violation("spread_in_order", f"{s['metric']} = {v:g} with p5 {p5}, p95 {p95}, "
+                             f"min {low}, max {high}: a value must lie within its own spread")
+    return None
+
+
+def littles_law(f: Facts) -> Violation | None:
+    """fio IOPS x mean latency = I/Os in flight = numjobs x iodepth."""
+    expected = f.params.get("fio_numjobs", 32) * FIO_IODEPTH
+    for suffix in ("", "_tmpfs"):
+        iops = f.value(f"storage.randread_iops{suffix}")
+        if iops is None:
+            continue
+        lat_us = f.value(f"storage.randread_lat_mean{suffix}")
+        if lat_us is None:
+            return Violation("littles_law", f"storage.randread_iops{suffix} = {iops:g} without "
+                             f"storage.randread_lat_mean{suffix}: it cannot be checked")
+        in_flight = iops * lat_us / 1e6
+        if not LITTLE_LOW * expected <= in_flight <= LITTLE_HIGH * expected:
+            return Violation("littles_law", (
+                f"{iops:g} IOPS at a mean latency of {lat_us:g} us is {in_flight:.3g} I/Os in "
+                f"flight; {expected:g} fio jobs at iodepth {FIO_IODEPTH} keep {expected:g} "
+                f"(at most {expected / lat_us * 1e6:.4g} IOPS at that latency)"))
+    return None
+
+
+def sender_at_least_receiver(f: Facts) -> Violation | None:
+    """iperf3: what arrived cannot exceed what was sent (per peer)."""
+    sent = {str(s["metadata"].get("peer")): s["value"] for s in f.samples
+            if s["metric"] == "network.tcp_throughput_sent"}
+    for s in f.samples:
+        peer = str(s["metadata"].get("peer"))
+        if s["metric"] == "network.tcp_throughput" and peer in sent:
+            if sent[peer] < SENDER_SLACK * s["value"]:
+                return Violation("sender_at_least_receiver", (
+                    f"to {peer}: the receiver counted {s['value']:g} Gbit/s but the sender "
+                    f"only {sent[peer]:g} Gbit/s"))
+    return None
+
+
+def within_nic_rate(f: Facts) -> Violation | None:
+    """No throughput beyond the fastest NIC the host had at enrolment (loopback aside)."""
+    over_network = [s for s in f.samples if s["metric"] in THROUGHPUT_METRICS
+                    and str(s["metadata"].get("peer")) not in f.loopback_peers]
+    if not over_network:
+        return None
+    if not f.nic_mbps:
+        return Violation("within_nic_rate", (
+            f"{over_network[0]['metric']} over the network, but the node listed no NIC "
+            "speeds at enrolment: its throughput cannot be bounded (enrol it again from "
+            "the host, with its NICs' drivers loaded)"))
+    limit = max(f.nic_mbps) / 1000 * LINK_SLACK
+    for s in over_network:
+        for name in ("value", "max", "p95"):
+            value = s.get(name)
+            if isinstance(value, (int, float)) and value > limit:
+                return Violation("within_nic_rate", (
+                    f"{s['metric']} {name} {value:g} Gbit/s is more than the node's fastest "
+                    f"NIC carries ({max(f.nic_mbps)} Mbit/s, as it reported at enrolment)"))
+    return None
+
+
+def busbw_within_link(f: Facts) -> Violation | None:
+    """All-reduce bus bandwidth cannot beat the slowest link this node measured in the job."""
+    busbw = f.value("training.allreduce_busbw")
+    links = [s["value"] for s in f.samples if s["metric"] == "network.internode_throughput"]
+    if busbw is None or not links:
+        return None
+    limit = min(links) / 8 * BUSBW_SLACK
+    if busbw > limit:
+        return Violation("busbw_within_link", (
+            f"all-reduce busbw {busbw:g} GB/s is more than the slowest link's {min(links):g} "
+            f"Gbit/s ({min(links) / 8:.4g} GB/s) allows"))
+    return None
+
+
+def step_at_least_compute(f: Facts) -> Violation | None:
+    """A DDP step is its computation plus whatever communication does not overlap."""
+    step, compute = f.value("training.step_time"), f.value("training.compute_time")
+    if step is not None and compute is not None and step < STEP_SLACK * compute:
+        return Violation("step_at_least_compute", (
+            f"a DDP step of {step:g} ms is shorter than its computation alone ({compute:g} ms)"))
+    return None
+
+
+def comm_share_matches_step(f: Facts) -> Violation | None:
+    """comm share = (step - compute) / step, within the noise of separate loops."""
+    step, compute = f.value("training.step_time"), f.value("training.compute_time")
+    share = f.value("training.comm_share")
+    if step is None or compute is None or share is None or step <= 0:
+        return None
+    expected = min(1.0, max(0.0, (step - compute) / step))
+    if abs(share - expected) > COMM_SHARE_TOLERANCE:
+        return Violation("comm_share_matches_step", (
+            f"comm share {share:.3g}, but a {step:g} ms step with {compute:g} ms of "
+            f"computation spends {expected:.3g} of it communicating"))
+    return None
+
+
+def samples_per_s_matches_step(f: Facts) -> Violation | None:
+    """Training throughput = batch x world size / step time."""
+    rate, step = f.value("training.samples_per_s"), f.value("training.step_time")
+    steps = [s for s in f.samples if s["metric"] == "training.step_time"]
+    if rate is None or step is None or step <= 0:
+        return None
+    world = steps[0]["metadata"].get("world_size")
+    most = f.params.get("training_ranks", 2) * f.runs_in_job
+    if not isinstance(world, int) or isinstance(world, bool) or not 1 <= world <= most:
+        return Violation("samples_per_s_matches_step", (
+            f"world size {world!r}: this job runs 1 to {most:g} training processes"))
+    expected = f.params.get("training_batch", 32) * world / (step / 1000)
+    if abs(rate - expected) > THROUGHPUT_TOLERANCE * expected:
+        return Violation("samples_per_s_matches_step", (
+            f"{rate:g} samples/s, but {world} ranks of batch {f.params.get('training_batch', 32):g}"
+            f" at {step:g} ms per step make {expected:.4g}"))
+    return None
+
+
+def _peak(f: Facts) -> tuple[gpu_models.GpuModel | None, str]:
+    if f.gpu_claim in ("none", ""):
+        return gpu_models.cpu(), "this host's CPU (it claims no NVIDIA GPU)"
+    model = gpu_models.lookup(f.gpu_claim)
+    return model, f"the {model.name} it claims ({model.source})" if model else f.gpu_claim
+
+
+def within_gpu_peak(f: Facts) -> Violation | None:
+    """Matmul and memory bandwidth under the published peak of the claimed GPU model."""
+    present = [s for s in f.samples if s["metric"].startswith("gpu.")]
+    if not present:
+        return None
+    model, what = _peak(f)
+    if model is None:
+        return Violation("within_gpu_peak", (
+            f"the node claims a {f.gpu_claim!r}, which the reference table "
+            "(benchmarks/data/gpu_models.yaml) does not list: its figures cannot be bounded"))
+    for s in present:
+        if s["metric"] == "gpu.memcpy_bw":
+            peak = model.memory_gbs
+        elif s["metric"] == "gpu.matmul_tflops_bf16":
+            peak = model.bf16
+        else:
+            peak = model.tf32 if s["metadata"].get("allow_tf32") else model.fp32
+        for name in ("value", "p95", "max"):
+            value = s.get(name)
+            if isinstance(value, (int, float)) and value > peak * PEAK_SLACK:
+                return Violation("within_gpu_peak", (
+                    f"{s['metric']} {value:g} {s['unit']} is above the published peak of "
+                    f"{what}: {peak:g}"))
+    return None
+
+
+def utilisation_needs_power(f: Facts) -> Violation | None:
+    """A GPU busy above idle draws power above idle (NVML reports both)."""
+    util = f.value("training.gpu_util_mean")
+    if util is None:
+        return None
+    if f.gpu_claim in ("none", ""):
+        return Violation("utilisation_needs_power",
+                         f"GPU utilisation {util:g}% from a host that claims no NVIDIA GPU")
+    if util <= UTIL_IDLE_PERCENT:
+        return None
+    power = f.value("training.gpu_power_mean")
+    model = gpu_models.lookup(f.gpu_claim)
+    idle = model.idle_w if model else 0.0
+    if power is None or power <= idle:
+        return Violation("utilisation_needs_power", (
+            f"GPU utilisation {util:g}% with a mean power of "
+            f"{'none reported' if power is None else f'{power:g} W'}, not above the "
+            f"{f.gpu_claim}'s idle draw ({idle:g} W)"))
+    return None
+
+
+CHECKS: list[Check] = [
+    spread_in_order, littles_law, sender_at_least_receiver, within_nic_rate, busbw_within_link,
+    step_at_least_compute, comm_share_matches_step, samples_per_s_matches_step, within_gpu_peak,
+    utilisation_needs_power,
+]
+CHECK_NAMES = [c.__name__ for c in CHECKS]
+
+
+def violations(facts: Facts, checks: Iterable[Check] = CHECKS) -> list[Violation]:
+    return [v for check in checks if (v := check(facts)) is not None]
