@@ -7,7 +7,14 @@ from typing import Any
 from django.urls import reverse
 from rest_framework import serializers
 
-from benchmarks.suites import PROFILES, SUITES, InvalidParams, resolve_params
+from benchmarks.suites import (
+    MEASURING_SUITES,
+    PROFILES,
+    SUITES,
+    UNRANKED_LABEL,
+    InvalidParams,
+    resolve_params,
+)
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, Run, Sample
 from jobs.services import intake
@@ -88,17 +95,27 @@ class BenchmarkRequestSerializer(serializers.Serializer[Any]):
 class SampleSerializer(serializers.ModelSerializer[Sample]):
     class Meta:
         model = Sample
-        fields = ["metric", "value", "unit", "n", "p5", "p95", "min", "max", "cv", "metadata"]
+        fields = ["metric", "value", "unit", "n", "p5", "p95", "min", "max", "cv", "metadata",
+                  "evidence", "evidence_source"]
 
 
 class RunSerializer(serializers.ModelSerializer[Run]):
     node = NodeSerializer()
     samples = serializers.SerializerMethodField()
+    ranking = serializers.SerializerMethodField(
+        help_text='"ranked", or why not: "unranked: custom parameters", "unranked: measures '
+                  'nothing" (the no-op suite)')
 
     class Meta:
         model = Run
         fields = ["id", "node", "status", "progress", "error", "attempts", "queued_at",
-                  "started_at", "finished_at", "samples"]
+                  "started_at", "finished_at", "ranked", "ranking", "requested_by", "samples"]
+
+    def get_ranking(self, run: Run) -> str:
+        if run.ranked:
+            return "ranked"
+        return ("unranked: measures nothing" if run.job.suite not in MEASURING_SUITES
+                else UNRANKED_LABEL)
 
     def get_samples(self, run: Run) -> list[dict[str, Any]]:
         if run.status != Run.Status.SUCCEEDED:

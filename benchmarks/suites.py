@@ -80,6 +80,8 @@ SUITES: dict[str, tuple[str, ...]] = {
 MEASURING_SUITES = frozenset(SUITES) - {"noop"}
 # Parameters the platform sets on its own runs without changing what is measured (how).
 PLATFORM_CHOSEN = frozenset({"seed"})
+# What a run that does not rank is labelled with, for its owner.
+UNRANKED_LABEL = "unranked: custom parameters"
 
 
 def is_canonical(suite: str, overrides: dict[str, Any], profile: str) -> bool:

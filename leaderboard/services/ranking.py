@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from benchmarks import metrics
 from benchmarks.sample import percentile
+from benchmarks.suites import UNRANKED_LABEL
 from fleet.models import Node
 from jobs.models import Sample
 from leaderboard.models import LatestResult
@@ -236,5 +237,3 @@ def history(node: Node, metric_name: str) -> list[dict[str, Any]]:
              "evidence_source": s.evidence_source, "requested_by": s.run.requested_by}
             for s in samples]
 
-
-UNRANKED_LABEL = "unranked: custom parameters"

@@ -1,0 +1,107 @@
+"""The intake's physical consistency rules: one sentence-named test per rule, each with an
+honest result that passes and a typed-in one that the rule catches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.services import consistency
+from jobs.services.consistency import Facts
+
+
+def s(metric: str, value: float, **extra: Any) -> dict[str, Any]:
+    return {"metric": metric, "value": value, "unit": "", "p5": None, "p95": None, "min": None,
+            "max": None, "metadata": {}} | extra
+
+
+def broken(*samples: dict[str, Any], params: dict[str, float] | None = None,
+           nic_mbps: list[int] | None = None, loopback: set[str] | None = None,
+           gpu: str = "none", runs: int = 1) -> list[str]:
+    facts = Facts(samples=list(samples), params=params or {"fio_numjobs": 32, "training_ranks": 2,
+                                                          "training_batch": 32},
+                  nic_mbps=[10_000] if nic_mbps is None else nic_mbps,
+                  loopback_peers=loopback or set(), gpu_claim=gpu, runs_in_job=runs)
+    return [v.check for v in consistency.violations(facts)]
+
+
+def test_a_value_outside_its_own_spread_is_caught() -> None:
+    assert broken(s("storage.checkpoint_write", 1.0, p5=0.9, p95=1.1, min=0.8, max=1.2)) == []
+    assert broken(s("storage.checkpoint_write", 5.0, p5=0.9, p95=1.1)) == ["spread_in_order"]
+    assert broken(s("storage.checkpoint_write", 1.0, min=2.0, max=1.0)) == ["spread_in_order"]
+
+
+def test_a_mean_may_lie_beyond_p95_but_not_beyond_max() -> None:
+    # One delayed reply in 100 pings pulls the mean above p95: an honest ping average.
+    assert broken(s("network.icmp_rtt_avg", 100.9, p5=1.0, p95=1.0, min=1.0, max=10_000.0)) == []
+    assert broken(s("network.icmp_rtt_avg", 20.0, min=1.0, max=10.0)) == ["spread_in_order"]
+
+
+def test_iops_and_latency_must_agree_with_the_jobs_in_flight() -> None:
+    honest = [s("storage.randread_iops", 6_383.0), s("storage.randread_lat_mean", 4_995.0)]
+    assert broken(*honest) == []
+    tmpfs = [s("storage.randread_iops_tmpfs", 2_141_031.0), s("storage.randread_lat_mean_tmpfs", 12.1)]
+    assert broken(*tmpfs) == []  # 26 of 32 in flight: CPU-bound jobs, measured here
+    assert broken(s("storage.randread_iops", 2_500_000.0),
+                  s("storage.randread_lat_mean", 5_000.0)) == ["littles_law"]
+    assert broken(s("storage.randread_iops", 2_500_000.0)) == ["littles_law"]  # no latency
+
+
+def test_a_receiver_cannot_count_more_than_was_sent() -> None:
+    peer = {"metadata": {"peer": "reference:hangzhou:ref1"}}
+    assert broken(s("network.tcp_throughput", 9.4, **peer),
+                  s("network.tcp_throughput_sent", 9.45, **peer)) == []
+    assert broken(s("network.tcp_throughput", 9.4, **peer),
+                  s("network.tcp_throughput_sent", 1.0, **peer)) == ["sender_at_least_receiver"]
+
+
+def test_throughput_is_bounded_by_the_nic_seen_at_enrolment() -> None:
+    assert broken(s("network.tcp_throughput", 9.5), nic_mbps=[10_000]) == []
+    assert broken(s("network.tcp_throughput", 95.0), nic_mbps=[10_000]) == ["within_nic_rate"]
+    assert broken(s("network.tcp_throughput", 0.9), nic_mbps=[]) == ["within_nic_rate"]
+    loop = {"metadata": {"peer": "reference:hangzhou:ref1"}}
+    assert broken(s("network.tcp_throughput", 40.0, **loop), nic_mbps=[],
+                  loopback={"reference:hangzhou:ref1"}) == []
+
+
+def test_busbw_cannot_beat_the_slowest_link() -> None:
+    links = [s("network.internode_throughput", 9.4), s("network.internode_throughput", 3.8)]
+    assert broken(*links, s("training.allreduce_busbw", 0.45)) == []
+    assert broken(*links, s("training.allreduce_busbw", 1.1)) == ["busbw_within_link"]
+
+
+def test_a_step_is_at_least_its_computation() -> None:
+    assert broken(s("training.step_time", 160.0), s("training.compute_time", 37.0)) == []
+    assert broken(s("training.step_time", 10.0), s("training.compute_time", 100.0)) == [
+        "step_at_least_compute"]
+
+
+def test_comm_share_follows_from_step_and_compute() -> None:
+    assert broken(s("training.step_time", 160.0), s("training.compute_time", 40.0),
+                  s("training.comm_share", 0.7)) == []
+    assert broken(s("training.step_time", 160.0), s("training.compute_time", 40.0),
+                  s("training.comm_share", 0.05)) == ["comm_share_matches_step"]
+
+
+def test_training_throughput_is_batch_times_world_over_step() -> None:
+    step = s("training.step_time", 100.0, metadata={"world_size": 2})
+    assert broken(step, s("training.samples_per_s", 640.0)) == []  # 2 x 32 / 0.1 s
+    assert broken(step, s("training.samples_per_s", 6_400.0)) == ["samples_per_s_matches_step"]
+    many = s("training.step_time", 100.0, metadata={"world_size": 64})
+    assert broken(many, s("training.samples_per_s", 20_480.0)) == ["samples_per_s_matches_step"]
+
+
+def test_gpu_figures_stay_under_the_claimed_models_peak() -> None:
+    a100 = "NVIDIA A100-SXM4-80GB"
+    assert broken(s("gpu.matmul_tflops_bf16", 280.0), gpu=a100) == []
+    assert broken(s("gpu.matmul_tflops_bf16", 900.0), gpu=a100) == ["within_gpu_peak"]
+    assert broken(s("gpu.memcpy_bw", 5_000.0), gpu=a100) == ["within_gpu_peak"]
+    assert broken(s("gpu.matmul_tflops_fp32", 0.4)) == []  # a CPU host
+    assert broken(s("gpu.matmul_tflops_fp32", 0.4), gpu="NVIDIA Imaginary X9") == ["within_gpu_peak"]
+
+
+def test_a_busy_gpu_draws_more_than_idle_power() -> None:
+    h100 = "NVIDIA H100 80GB HBM3"
+    assert broken(s("training.gpu_util_mean", 95.0), s("training.gpu_power_mean", 550.0), gpu=h100) == []
+    assert broken(s("training.gpu_util_mean", 95.0), s("training.gpu_power_mean", 30.0),
+                  gpu=h100) == ["utilisation_needs_power"]
+    assert broken(s("training.gpu_util_mean", 95.0)) == ["utilisation_needs_power"]  # no GPU
