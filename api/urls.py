@@ -3,7 +3,6 @@ from rest_framework.routers import SimpleRouter
 
 from api.views import (
     benchmarks,
-    certification,
     enrolment,
     health,
     leaderboard,
@@ -11,6 +10,7 @@ from api.views import (
     nodes,
     providers,
 )
+from certification import api as certification
 
 router = SimpleRouter(trailing_slash=False)
 router.register("benchmarks", benchmarks.BenchmarkViewSet, basename="benchmark")

@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "fleet",
     "jobs",
     "leaderboard",
+    "certification",
     "api",
 ]
 
@@ -225,7 +226,7 @@ CERT_VALID_DAYS = envint("CERT_VALID_DAYS", 30)
 CERT_RENEW_DAYS_BEFORE = envint("CERT_RENEW_DAYS_BEFORE", 5)
 # The job profile of certification runs ("default": the field's usual durations).
 CERTIFICATION_JOB_PROFILE = env("CERTIFICATION_JOB_PROFILE", "default") or "default"
-CELERY_BEAT_SCHEDULE["renew-certificates"] = {"task": "leaderboard.renew_certificates",
+CELERY_BEAT_SCHEDULE["renew-certificates"] = {"task": "certification.renew_certificates",
                                               "schedule": 3600.0}
 
 # JSON lines in production (LOG_FORMAT=json), with job/run ids; plain text by default.

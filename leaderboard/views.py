@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
 
 from benchmarks import metrics
+from certification.models import Certificate, CertificationProfile
 from fleet.models import Node, Provider, Region
 from jobs.models import BenchmarkJob
 from leaderboard import charts
-from leaderboard.models import Certificate, CertificationProfile, LatestResult
+from leaderboard.models import LatestResult
 from leaderboard.services import diagnosis, score
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,

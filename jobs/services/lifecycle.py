@@ -18,10 +18,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.suites import SUITES, resolve_params
+from certification.services.evaluation import on_job_finished
 from fleet.models import Node, ReferenceEndpoint
 from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, Run, Sample
 from jobs.services import consistency, coordination, evidence, intake, observability
-from leaderboard.services.certification import on_job_finished
 from leaderboard.services.latest import record_latest
 
 log = logging.getLogger(__name__)

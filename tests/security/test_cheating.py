@@ -20,11 +20,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
+from certification.models import Certificate, CertificationRequest
+from certification.services import evaluation as certification
+from certification.services import signing
 from fleet.services import revocation
 from jobs.models import Run, Sample
 from jobs.services import lifecycle, observability, submission
-from leaderboard.models import Certificate, CertificationRequest, LatestResult
-from leaderboard.services import certification, signing
+from leaderboard.models import LatestResult
 from tests.fixtures import reference_samples
 from tests.lab.procs import REPO
 from workers import certificate, trust_store

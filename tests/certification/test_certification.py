@@ -14,9 +14,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from certification.models import Certificate, CertificationRequest
+from certification.services import evaluation as certification
+from certification.services import signing
 from jobs.services import lifecycle
-from leaderboard.models import Certificate, CertificationRequest
-from leaderboard.services import certification, signing
 from tests.fixtures import reference_samples
 from tests.lab.procs import REPO
 from workers import certificate

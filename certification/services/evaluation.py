@@ -38,15 +38,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmarks import link_classes
+from certification.models import Certificate, CertificationProfile, CertificationRequest
+from certification.services import signing
 from fleet.models import Node
 from jobs.models import Run, Sample
 from jobs.services import submission
-from leaderboard.models import Certificate, CertificationProfile, CertificationRequest
-from leaderboard.services import signing
 
 log = logging.getLogger(__name__)
 
-PROFILES_FILE = Path(__file__).resolve().parents[1] / "certification" / "profiles.yaml"
+PROFILES_FILE = Path(__file__).resolve().parents[1] / "profiles.yaml"
 COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 TIERS = [(0.5, "gold"), (0.2, "silver"), (0.0, "bronze")]

@@ -19,9 +19,10 @@ from api.serializers import (
     CertificationSubmitSerializer,
     certificate_data,
 )
+from certification.models import Certificate, CertificationProfile, CertificationRequest
+from certification.services import evaluation as certification
+from certification.services import signing
 from fleet.models import Node
-from leaderboard.models import Certificate, CertificationProfile, CertificationRequest
-from leaderboard.services import certification, signing
 
 
 class ProfileListView(APIView):

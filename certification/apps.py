@@ -1,0 +1,27 @@
+from django.apps import AppConfig
+
+
+class CertificationConfig(AppConfig):
+    name = "certification"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from fleet.signals import node_revoked
+
+        post_migrate.connect(_load_profiles, sender=self)
+        node_revoked.connect(_revoke_certificates)
+
+
+def _revoke_certificates(node: object, reason: str, **_: object) -> None:
+    from certification.services.evaluation import revoke_node
+
+    revoke_node(node, reason)  # type: ignore[arg-type]
+
+
+def _load_profiles(**_: object) -> None:
+    # The published certification profiles are data in the repo: keep the database in step.
+    from certification.services.evaluation import load_profiles
+
+    load_profiles()
