@@ -411,3 +411,21 @@ def test_an_unreachable_issuer_makes_revocation_unknown(issued: Certificate,
     assert done.returncode == 2 and "revocation unknown" in done.stdout
     done = verify(str(path), "--offline", store=store)
     assert done.returncode == 0 and done.stdout.startswith("VALID")
+
+
+def test_benchctl_trusts_a_key_once_and_checks_revocation_with_its_platform(
+        transactional_db: Any, live_server: Any, issued: Certificate, tmp_path: Path) -> None:
+    store = tmp_path / "trusted.pem"
+    added = subprocess.run([sys.executable, "-m", "workers.cli", "trust", "add", live_server.url],
+                           cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+                           env={"BENCH_TRUSTED_KEYS": str(store), "PATH": "/usr/bin:/bin"})
+    assert added.returncode == 0, added.stderr
+    assert f"trusted key {signing.key_id()}" in added.stdout
+    assert trust_store.fingerprint(signing.public_pem()) in added.stdout
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps({"document": issued.document, "signature": issued.signature}))
+    done = verify(str(path), store=store)  # asks the platform the key was pinned from
+    assert done.returncode == 0 and "checked online: not revoked" in done.stdout, done.stdout
+    certification.revoke(issued, "operator: cooling failure")
+    done = verify(str(path), store=store)  # asks the platform the key was pinned from
+    assert done.returncode == 1 and "REVOKED" in done.stdout
