@@ -71,7 +71,8 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
 def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
     profile = request.GET.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
-    values = node_values([node.pk], profile).get(node.pk, {})
+    # A node's own page judges every figure it has, each marked with its evidence below.
+    values = node_values([node.pk], profile, "any").get(node.pk, {})
     latest = LatestResult.objects.filter(node=node, profile=profile,
                                          evidence=LatestResult.ANY).order_by("metric")
     histories = []
@@ -92,12 +93,16 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
 
 def provider_page(request: HttpRequest, provider_id: int) -> HttpResponse:
     provider = get_object_or_404(Provider, pk=provider_id)
-    filters = Filters(metric=request.GET.get("metric") or DEFAULT_METRIC, provider=provider.name)
+    filters = Filters(metric=request.GET.get("metric") or DEFAULT_METRIC, provider=provider.name,
+                      evidence=request.GET.get("evidence", ""))
     try:
         rows, profile = ranked(filters)
     except BadFilter:
-        rows, profile = ranked(Filters(provider=provider.name))
-    board = entries(list(rows[:200]), profile)
+        filters = Filters(provider=provider.name)
+        rows, profile = ranked(filters)
+    # Its nodes with figures only they vouch for follow, unranked (rank 0 shows as "–").
+    board = (entries(list(rows[:200]), profile, evidence=filters.evidence)
+             + entries(host_reported(filters, profile), profile, 0, filters.evidence))
     nodes = provider.nodes.select_related("region").order_by("name")
     certificates = (Certificate.objects.filter(node__provider=provider).select_related("node")
                     .order_by("-issued_at")[:100])

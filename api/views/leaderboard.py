@@ -162,7 +162,8 @@ class NodeReportView(APIView):
     def get(self, request: Request, node_id: int) -> Response:
         node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
         profile = request.query_params.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
-        values = node_values([node.pk], profile).get(node.pk, {})
+        # Every figure, each marked with its evidence (as the node's page shows them).
+        values = node_values([node.pk], profile, "any").get(node.pk, {})
         return Response(report_data(node, profile, values))
 
 
