@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError
 from rest_framework import status
-from rest_framework.exceptions import NotAuthenticated
+from rest_framework.exceptions import NotAuthenticated, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
@@ -27,10 +27,25 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"detail": "database error; nothing was changed"},
                         status=status.HTTP_503_SERVICE_UNAVAILABLE)
     response = drf_handler(exc, context)
+    if isinstance(exc, ValidationError) and response is not None:
+        # DRF answers {"field": [...]}; docs/api.md promises one shape for every error.
+        response.data = validation_body(response.data)
     if isinstance(exc, NotAuthenticated) and response is not None:
         response.data = {"detail": "authentication required: send 'Authorization: Token "
                                    "<your API token>' (nodes: 'Authorization: Node <key>')"}
     return response
+
+
+def _first(message: Any) -> str:
+    while isinstance(message, (list, dict)) and message:
+        message = next(iter(message.values())) if isinstance(message, dict) else message[0]
+    return str(message)
+
+
+def validation_body(data: Any) -> dict[str, Any]:
+    errors = data if isinstance(data, dict) else {"non_field_errors": data}
+    summary = "; ".join(f"{field}: {_first(message)}" for field, message in errors.items())
+    return {"detail": f"invalid request: {summary}"[:2000], "errors": errors}
 
 
 def error(message: str, status_code: int, errors: dict[str, Any] | None = None,

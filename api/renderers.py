@@ -9,6 +9,16 @@ from typing import Any
 
 from rest_framework.renderers import BaseRenderer
 
+# A cell a spreadsheet would read as a formula (OWASP "CSV injection"): host-supplied text
+# (a GPU model name, a peer name) reaches these exports.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
 
 def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
@@ -17,10 +27,10 @@ def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             flat.update(flatten(value, f"{name}."))
         elif isinstance(value, list):
-            flat[name] = "; ".join(str(v.get("code", v)) if isinstance(v, dict) else str(v)
-                                   for v in value)
+            flat[name] = safe_cell("; ".join(str(v.get("code", v)) if isinstance(v, dict)
+                                             else str(v) for v in value))
         else:
-            flat[name] = value
+            flat[name] = safe_cell(value)
     return flat
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.errors import error
+from api.pagination import NewestFirst
 from api.permissions import current_user
 from api.serializers import BenchmarkJobSerializer, BenchmarkRequestSerializer
 from jobs.models import BenchmarkJob
@@ -18,12 +19,13 @@ from jobs.services import lifecycle, submission
 
 class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = BenchmarkJobSerializer
+    pagination_class = NewestFirst
 
     def get_queryset(self) -> QuerySet[BenchmarkJob]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
             return BenchmarkJob.objects.none()
         # A client sees only its own jobs; another's answers 404, as if it did not exist.
-        return (BenchmarkJob.objects.filter(owner=current_user(self.request)).order_by("-id")
+        return (BenchmarkJob.objects.filter(owner=current_user(self.request))
                 .prefetch_related("runs__node__provider", "runs__node__region", "runs__samples"))
 
     @extend_schema(
@@ -48,10 +50,13 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         data = BenchmarkJobSerializer(job, context={"request": request}).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
 
-    @extend_schema(request=None, responses={200: BenchmarkJobSerializer})
+    @extend_schema(request=None, responses={200: BenchmarkJobSerializer,
+                                            409: OpenApiResponse(description="already finished")})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
-        lifecycle.cancel(job)
+        if not lifecycle.cancel(job):
+            return error("the job has already finished: nothing to cancel",
+                         status.HTTP_409_CONFLICT)
         job = self.get_queryset().get(pk=job.pk)
         return Response(BenchmarkJobSerializer(job, context={"request": request}).data)

@@ -5,14 +5,16 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from rest_framework import viewsets
 
+from api.pagination import OldestFirst
 from api.serializers import NodeSerializer
 from fleet.models import Node
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
     serializer_class = NodeSerializer
+    pagination_class = OldestFirst
     filterset_fields = {"region__code": ["exact"], "region__province": ["iexact"],
                         "provider__name": ["iexact"], "status": ["exact"]}
 
     def get_queryset(self) -> QuerySet[Node]:
-        return Node.objects.select_related("provider", "region").order_by("id")
+        return Node.objects.select_related("provider", "region")

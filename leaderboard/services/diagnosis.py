@@ -48,9 +48,11 @@ def input_bound(v: Values) -> Finding | None:
 
 def small_files(v: Values) -> Finding | None:
     small, packed = v.get("storage.smallfile_read"), v.get("storage.packedfile_read")
-    if small is None or packed is None or packed < 2 * small:
+    # Both zero (in range, and a host may post it) says nothing; small zero alone is the worst case.
+    if small is None or packed is None or packed <= 0 or packed < 2 * small:
         return None
-    return Finding("small-files", f"many small files read {packed / small:.1f}x slower than "
+    ratio = f"{packed / small:.1f}x" if small > 0 else "far"
+    return Finding("small-files", f"many small files read {ratio} slower than "
                    "the same data packed", "pack samples into larger shards (tar/WebDataset, "
                    "LMDB) or cache them on tmpfs")
 
@@ -87,5 +89,19 @@ RULES: list[Callable[[Values], Finding | None]] = [
 ]
 
 
+UNAVAILABLE = "unavailable"
+
+
 def diagnose(values: Values) -> list[Finding]:
-    return [f for rule in RULES if (f := rule(values)) is not None]
+    """Every rule's finding. A rule that cannot judge these values (a bug, or figures no
+    rule foresaw) says so as its own finding: one node's odd figures never take a page down."""
+    findings = []
+    for rule in RULES:
+        try:
+            found = rule(values)
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            found = Finding(UNAVAILABLE, f"the {rule.__name__} rule could not judge these "
+                            f"figures ({exc.__class__.__name__})", "")
+        if found is not None:
+            findings.append(found)
+    return findings

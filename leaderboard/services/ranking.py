@@ -177,7 +177,10 @@ def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
     out = []
     for i, row in enumerate(rows):
         v = values.get(row.node_id, {})
-        s = score.score(v)
+        try:
+            s = score.score(v)
+        except (ArithmeticError, ValueError, TypeError):
+            s = score.Score(None, {})  # shown as "–": the row and the page still render
         price = row.node.monthly_price_cny
         throughput = v.get(THROUGHPUT_METRIC)
         out.append(Entry(

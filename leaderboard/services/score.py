@@ -67,7 +67,7 @@ class Score:
 
 def part_score(part: Part, value: float) -> float:
     if part.higher_is_better:
-        return min(1.0, max(0.0, value / part.target))
+        return min(1.0, max(0.0, value / part.target)) if part.target > 0 else 1.0
     return 1.0 if value <= 0 else min(1.0, part.target / value)
 
 

@@ -1,0 +1,90 @@
+"""Hardening the edges (part of #16): one node's odd figures never take a page down, exports
+carry no formulas, and the API answers what the docs promise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.test import Client
+
+from jobs.services import lifecycle, submission
+from tests.fixtures import measured
+
+
+def test_zero_small_file_figures_do_not_take_the_pages_down(buyer: Any, enrol_node: Any) -> None:
+    # On main: / and /api/v1/leaderboard answered 500 (ZeroDivisionError in the diagnosis).
+    node = enrol_node("hz-zero")
+    measured(buyer, node, 9.4, extra={"storage.smallfile_read": 0.0,
+                                      "storage.packedfile_read": 0.0})
+    response = buyer.client().get("/api/v1/leaderboard?evidence=any")
+    assert response.status_code == 200
+    assert [r["node"]["name"] for r in response.json()["results"]] == ["hz-zero"]
+    assert Client().get("/?evidence=any").status_code == 200
+    assert Client().get(f"/nodes/{node.node.pk}/").status_code == 200
+
+
+def test_a_rule_that_cannot_judge_a_row_says_so_and_the_row_still_shows(
+        buyer: Any, enrol_node: Any, monkeypatch: Any) -> None:
+    from leaderboard.services import diagnosis
+
+    def broken(values: Any) -> None:
+        raise ZeroDivisionError("a rule nobody tested")
+
+    monkeypatch.setattr(diagnosis, "RULES", [broken, *diagnosis.RULES])
+    measured(buyer, enrol_node("hz-1"), 9.4)
+    row = buyer.client().get("/api/v1/leaderboard?evidence=any").json()["results"][0]
+    assert row["diagnosis"][0]["code"] == "unavailable"
+    assert "broken rule could not judge" in row["diagnosis"][0]["verdict"]
+
+
+def test_csv_cells_never_start_a_formula(buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    job, _ = submission.submit(buyer.user, [node.node.pk], "network")
+    claim = lifecycle.claim(node.node, job.runs.get().pk)
+    figure = {"metric": "network.tcp_throughput", "value": 9.4, "unit": "Gbit/s", "n": 3,
+              "p5": 9.3, "p95": 9.5, "min": None, "max": None, "cv": 0.01,
+              "metadata": {"peer": "=HYPERLINK(\"http://evil.example\",\"click\")"}}
+    inventory = {"gpu": {"available": True, "devices": [{"name": "@SUM(1+1)*cmd|' /C calc'!A0"}]}}
+    lifecycle.finish(node.node, claim.run.pk, claim.attempt.id, True, [figure], "", inventory)
+    board = buyer.client().get("/api/v1/leaderboard?evidence=any&format=csv").content.decode("utf-8-sig")
+    history = buyer.client().get(f"/api/v1/nodes/{node.node.pk}/history?format=csv").content.decode(
+        "utf-8-sig")
+    for text in (board, history):
+        cells = [c.strip('"') for line in text.splitlines() for c in line.split(",")]
+        assert not [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r")], text
+    assert "'@SUM" in board and "'=HYPERLINK" in history
+
+
+def test_cancelling_a_finished_job_is_a_409(buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    job, _ = submission.submit(buyer.user, [node.node.pk], "noop")
+    claim = lifecycle.claim(node.node, job.runs.get().pk)
+    lifecycle.finish(node.node, claim.run.pk, claim.attempt.id, False, [], "probe failed", {})
+    response = buyer.client().post(f"/api/v1/benchmarks/{job.pk}/cancel")
+    assert response.status_code == 409 and "already finished" in response.json()["detail"]
+    assert job.runs.get().status == "failed"  # unchanged
+
+
+def test_a_bad_request_has_the_documented_error_shape(buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    response = buyer.client().post("/api/v1/benchmarks", {
+        "nodes": [node.node.pk], "suite": "network", "params": {"iperf3_duration": 100000}},
+        format="json")
+    assert response.status_code == 400
+    body = response.json()
+    assert set(body) == {"detail", "errors"}
+    assert "iperf3_duration" in str(body["errors"]["params"]) and "between" in body["detail"]
+
+
+def test_lists_come_in_cursor_pages_with_a_maximum_size(buyer: Any, enrol_node: Any) -> None:
+    nodes = [enrol_node(f"hz-{i}") for i in range(3)]
+    for node in nodes:
+        submission.submit(buyer.user, [node.node.pk], "noop")
+    client = buyer.client()
+    first = client.get("/api/v1/nodes?page_size=2").json()
+    second = client.get(first["next"]).json()
+    assert [n["name"] for n in first["results"] + second["results"]] == ["hz-0", "hz-1", "hz-2"]
+    jobs = client.get("/api/v1/benchmarks?page_size=100000").json()  # capped, not unbounded
+    assert len(jobs["results"]) == 3 and jobs["next"] is None
+    from api.pagination import NewestFirst
+    assert NewestFirst.max_page_size == 200
