@@ -59,7 +59,22 @@ def required_in_production(name: str, dev_default: str) -> str:
 
 SECRET_KEY = required_in_production("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
 DEBUG = envbool("DEBUG", not PRODUCTION)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DEBUG must be off when BENCH_ENV=production (tracebacks and "
+                               "settings would be shown to anyone)")
 ALLOWED_HOSTS = (env("ALLOWED_HOSTS") or ("*" if not PRODUCTION else "")).split(",")
+if PRODUCTION and (ALLOWED_HOSTS == [""] or "*" in ALLOWED_HOSTS):
+    raise ImproperlyConfigured("set ALLOWED_HOSTS to the platform's host names (no '*') when "
+                               "BENCH_ENV=production")
+if PRODUCTION:
+    # Behind the TLS proxy (platform/proxy/nginx.conf), which sets X-Forwarded-Proto.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open in
+# development and closed (403) in production.
+METRICS_TOKEN = env("METRICS_TOKEN", "") or ""
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -3,12 +3,16 @@ carry no formulas, and the API answers what the docs promise."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 from django.test import Client
 
 from jobs.services import lifecycle, submission
 from tests.fixtures import measured
+from tests.lab.procs import REPO
 
 
 def test_zero_small_file_figures_do_not_take_the_pages_down(buyer: Any, enrol_node: Any) -> None:
@@ -88,3 +92,34 @@ def test_lists_come_in_cursor_pages_with_a_maximum_size(buyer: Any, enrol_node: 
     assert len(jobs["results"]) == 3 and jobs["next"] is None
     from api.pagination import NewestFirst
     assert NewestFirst.max_page_size == 200
+
+
+def test_metrics_answer_only_the_scrapers_token(settings: Any, db: Any) -> None:
+    settings.METRICS_TOKEN = "scrape-me"
+    assert Client().get("/metrics").status_code == 403
+    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+    ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me")
+    assert ok.status_code == 200 and b"bench_" in ok.content
+    settings.METRICS_TOKEN, settings.PRODUCTION = "", True
+    assert Client().get("/metrics").status_code == 403  # production without a token: closed
+
+
+def production_settings(**env: str) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ["PATH"], "BENCH_ENV": "production", "SECRET_KEY": "s" * 50,
+            "DATABASE_URL": "postgres://x@127.0.0.1:1/x", "REDIS_URL": "redis://:p@127.0.0.1:1/0",
+            "NODE_BROKER_ACL": "true", "ALLOWED_HOSTS": "bench.example.cn",
+            "CERT_SIGNING_KEY_FILE": "/nonexistent", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    code = ("import django; django.setup(); from django.conf import settings as s; "
+            "print(s.SESSION_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, s.SECURE_PROXY_SSL_HEADER)")
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, check=False, env=base | env)
+
+
+def test_production_refuses_debug_and_a_wildcard_host_and_secures_cookies() -> None:
+    done = production_settings()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["True", "31536000"]
+    debug = production_settings(DEBUG="true")
+    assert debug.returncode != 0 and "DEBUG must be off" in debug.stderr
+    wildcard = production_settings(ALLOWED_HOSTS="*")
+    assert wildcard.returncode != 0 and "no '*'" in wildcard.stderr
