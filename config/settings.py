@@ -163,7 +163,18 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    # Per IP for enrolment (its token is the only credential), per user for the rest;
+    # THROTTLE_RATES="submission=600/minute,enrolment=20/hour" overrides. 429 + Retry-After.
+    "DEFAULT_THROTTLE_RATES": {
+        "enrolment": "20/hour", "enrolment-token": "60/hour", "submission": "600/minute",
+        **{k.strip(): v.strip() for k, _, v in (item.partition("=") for item in
+           (env("THROTTLE_RATES") or "").split(",") if item.strip())},
+    },
 }
+# Throttle counters live in the cache: per web process unless CACHE_URL names a Redis.
+CACHES = ({"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                       "LOCATION": env("CACHE_URL")}} if env("CACHE_URL") else
+          {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}})
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU node benchmarking API",
     "DESCRIPTION": "Benchmark rented GPU servers' network, storage and training paths; "
@@ -193,6 +204,8 @@ NODE_UNACKED_MUTEX_EXPIRE = envint("NODE_UNACKED_MUTEX_EXPIRE", 30)
 NODE_QUEUE = "runs"
 # Redis ACLs cannot cap one node's memory: bound what we queue for it instead.
 NODE_MAX_QUEUED_RUNS = envint("NODE_MAX_QUEUED_RUNS", 200)
+# One buyer cannot fill another's path to a node: its own queued runs per node are capped.
+USER_MAX_QUEUED_RUNS_PER_NODE = envint("USER_MAX_QUEUED_RUNS_PER_NODE", 50)
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = "platform"

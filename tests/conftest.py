@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 
 from tests.lab import procs
 
@@ -45,6 +46,7 @@ def broker_settings(private_redis: procs.PrivateRedis, settings: Any) -> Iterato
     settings.RUN_LEASE_SECONDS = 3
     app.conf.broker_url = private_redis.admin_url
     broker.admin_client.cache_clear()
+    cache.clear()  # throttle counters: each test starts with none
     yield
     broker.admin_client.cache_clear()
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 
 from api.errors import error
 from api.pagination import NewestFirst
@@ -20,6 +24,11 @@ from jobs.services import lifecycle, submission
 class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = BenchmarkJobSerializer
     pagination_class = NewestFirst
+    throttle_scope = "submission"
+
+    def get_throttles(self) -> list[Any]:
+        # Submissions per user; reading one's own jobs is not throttled.
+        return [ScopedRateThrottle()] if self.action == "create" else []
 
     def get_queryset(self) -> QuerySet[BenchmarkJob]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
@@ -44,7 +53,10 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 profile=body.validated_data["profile"],
             )
         except submission.SubmissionError as exc:
-            return error(str(exc), exc.status, {exc.field: str(exc)} if exc.field else None)
+            refused = error(str(exc), exc.status, {exc.field: str(exc)} if exc.field else None)
+            if exc.status == status.HTTP_429_TOO_MANY_REQUESTS:
+                refused["Retry-After"] = str(settings.RUN_LEASE_SECONDS)
+            return refused
         if not created:  # an earlier request's job, as it stands now
             job = self.get_queryset().get(pk=job.pk)
         data = BenchmarkJobSerializer(job, context={"request": request}).data

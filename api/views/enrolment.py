@@ -7,6 +7,7 @@ from rest_framework import status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from api.errors import error
@@ -18,6 +19,8 @@ class EnrolView(APIView):
     # The one-time token is the credential here.
     authentication_classes: list[type] = []
     permission_classes = [AllowAny]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "enrolment"  # per IP: guessing tokens costs an hour per 20 tries
 
     @extend_schema(request=EnrolRequestSerializer, responses={201: NodeCredentialsSerializer})
     def post(self, request: Request) -> Response:

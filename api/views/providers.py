@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from api.errors import error
@@ -22,6 +23,8 @@ from fleet.services import enrolment, revocation
 
 
 class EnrolmentTokenView(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "enrolment-token"
     @extend_schema(request=EnrolmentTokenRequestSerializer,
                    responses={201: EnrolmentTokenSerializer})
     def post(self, request: Request, provider_id: int) -> Response:

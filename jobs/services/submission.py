@@ -66,8 +66,9 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
     # One query for the nodes, what the response shows of them, and their queue depth.
     nodes = {n.pk: n for n in Node.objects.filter(pk__in=unique_ids, status=Node.Status.ACTIVE)
              .select_related("provider", "region").only(*RESPONSE_NODE_FIELDS)
-             .annotate(queued=_queued_runs(), own=Exists(Provider.owners.through.objects.filter(
-                 provider_id=OuterRef("provider_id"), user_id=owner.pk)))}
+             .annotate(queued=_queued_runs(), mine=_queued_runs(owner.pk),
+                       own=Exists(Provider.owners.through.objects.filter(
+                           provider_id=OuterRef("provider_id"), user_id=owner.pk)))}
     missing = [i for i in unique_ids if i not in nodes]
     if missing:
         raise SubmissionError(f"unknown or revoked node ids: {missing}", field="nodes")
@@ -153,19 +154,30 @@ def _same_request(job: BenchmarkJob, digest: str) -> BenchmarkJob:
     return job
 
 
-def _queued_runs() -> RawSQL:
+def _queued_runs(owner_id: int | None = None) -> RawSQL:
     # A correlated count on the (node, status) index; as a Subquery expression it cost more
-    # to build in Python than to run (make bench).
-    return RawSQL("SELECT count(*) FROM jobs_run r WHERE r.node_id = fleet_node.id"
-                  " AND r.status = %s", (Run.Status.QUEUED.value,))
+    # to build in Python than to run (make bench). With an owner: that user's runs only.
+    if owner_id is None:
+        return RawSQL("SELECT count(*) FROM jobs_run r WHERE r.node_id = fleet_node.id"
+                      " AND r.status = %s", (Run.Status.QUEUED.value,))
+    return RawSQL("SELECT count(*) FROM jobs_run r JOIN jobs_benchmarkjob j ON j.id = r.job_id"
+                  " WHERE r.node_id = fleet_node.id AND r.status = %s AND j.owner_id = %s",
+                  (Run.Status.QUEUED.value, owner_id))
 
 
 def _check_queue_bounds(nodes: Iterable[Node]) -> None:
+    nodes = list(nodes)
     full = [n.pk for n in nodes if getattr(n, "queued", 0) >= settings.NODE_MAX_QUEUED_RUNS]
     if full:
         raise SubmissionError(
             f"nodes {full} already have {settings.NODE_MAX_QUEUED_RUNS} queued runs; "
             "wait for them to finish", status=409, field="nodes")
+    mine = [n.pk for n in nodes
+            if getattr(n, "mine", 0) >= settings.USER_MAX_QUEUED_RUNS_PER_NODE]
+    if mine:
+        raise SubmissionError(
+            f"you already have {settings.USER_MAX_QUEUED_RUNS_PER_NODE} queued runs on nodes "
+            f"{mine}; wait for them to finish", status=429, field="nodes")
 
 
 def _attach(job: BenchmarkJob, runs: list[Run], nodes: Mapping[int, Node]) -> None:

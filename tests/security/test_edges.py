@@ -123,3 +123,40 @@ def test_production_refuses_debug_and_a_wildcard_host_and_secures_cookies() -> N
     assert debug.returncode != 0 and "DEBUG must be off" in debug.stderr
     wildcard = production_settings(ALLOWED_HOSTS="*")
     assert wildcard.returncode != 0 and "no '*'" in wildcard.stderr
+
+
+def test_enrolment_is_throttled_per_address(db: Any, settings: Any) -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "enrolment": "3/hour"}}
+    from rest_framework.settings import api_settings
+    from rest_framework.throttling import ScopedRateThrottle
+
+    api_settings.reload()
+    default_rates = ScopedRateThrottle.THROTTLE_RATES
+    ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+    try:
+        answers = [Client().post("/api/v1/enrol", {"token": f"guess-{i}"},
+                                 content_type="application/json") for i in range(4)]
+        assert [a.status_code for a in answers[:3]] == [404, 404, 404]
+        assert answers[3].status_code == 429 and int(answers[3]["Retry-After"]) > 0
+    finally:
+        ScopedRateThrottle.THROTTLE_RATES = default_rates
+        cache.clear()
+
+
+def test_one_buyer_cannot_fill_a_nodes_queue(buyer: Any, other_buyer: Any, enrol_node: Any,
+                                             settings: Any) -> None:
+    settings.USER_MAX_QUEUED_RUNS_PER_NODE = 2
+    node = enrol_node("hz-1")
+    for _ in range(2):
+        submission.submit(buyer.user, [node.node.pk], "noop")
+    response = buyer.client().post("/api/v1/benchmarks", {"nodes": [node.node.pk], "suite": "noop"},
+                                   format="json")
+    assert response.status_code == 429 and "Retry-After" in response
+    assert "queued runs on nodes" in response.json()["detail"]
+    assert other_buyer.client().post("/api/v1/benchmarks", {"nodes": [node.node.pk],
+                                                            "suite": "noop"},
+                                     format="json").status_code == 202
