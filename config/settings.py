@@ -204,6 +204,8 @@ NODE_UNACKED_MUTEX_EXPIRE = envint("NODE_UNACKED_MUTEX_EXPIRE", 30)
 NODE_QUEUE = "runs"
 # Redis ACLs cannot cap one node's memory: bound what we queue for it instead.
 NODE_MAX_QUEUED_RUNS = envint("NODE_MAX_QUEUED_RUNS", 200)
+# Loopback node addresses: only where every node is on one machine (the lab, the tests).
+ALLOW_LOOPBACK_ADDRESSES = envbool("ALLOW_LOOPBACK_ADDRESSES", not PRODUCTION)
 # One buyer cannot fill another's path to a node: its own queued runs per node are capped.
 USER_MAX_QUEUED_RUNS_PER_NODE = envint("USER_MAX_QUEUED_RUNS_PER_NODE", 50)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -60,8 +61,32 @@ class Credentials:
         }
 
 
+def address_error(address: str) -> str | None:
+    """Why other nodes' probes must not be pointed at this address; None when fine.
+
+    Peers ping, tracepath and iperf3 the address a node declares: it must be a literal IP
+    (never a name or an option-like string handed to a tool), and not one that turns the
+    fleet into a scanner of someone else's network (link-local, multicast, unspecified).
+    Loopback only where the whole fleet is one machine (ALLOW_LOOPBACK_ADDRESSES).
+    """
+    if not address:
+        return None
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return f"{address[:64]!r} is not an IP address; give the host's own address (e.g. 10.0.0.5)"
+    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or ip.is_reserved:
+        return f"{address} is link-local, multicast, unspecified or reserved: not a host address"
+    if ip.is_loopback and not settings.ALLOW_LOOPBACK_ADDRESSES:
+        return f"{address} is loopback: other nodes cannot reach it"
+    return None
+
+
 def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None = None,
            iperf3_port: int = 5201) -> Credentials:
+    problem = address_error(address)
+    if problem:  # before the token is spent: the host can enrol again with a good address
+        raise EnrolmentError(f"address: {problem}", 400)
     now = timezone.now()
     with transaction.atomic():
         # Conditional UPDATE: of two hosts racing with one token, exactly one gets the row.

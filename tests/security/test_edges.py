@@ -160,3 +160,20 @@ def test_one_buyer_cannot_fill_a_nodes_queue(buyer: Any, other_buyer: Any, enrol
     assert other_buyer.client().post("/api/v1/benchmarks", {"nodes": [node.node.pk],
                                                             "suite": "noop"},
                                      format="json").status_code == 202
+
+
+def test_an_enrolment_address_must_be_a_host_ip_and_the_token_survives(
+        provider: Any, provider_owner: Any, hangzhou: Any, settings: Any) -> None:
+    from fleet.services import enrolment
+
+    settings.ALLOW_LOOPBACK_ADDRESSES = False
+    _, plain = enrolment.create_token(provider, hangzhou, "hz-1", provider_owner.user)
+    for bad, why in (("--help", "not an IP address"), ("evil.example.com", "not an IP address"),
+                     ("169.254.169.254", "link-local"), ("127.0.0.1", "loopback"),
+                     ("0.0.0.0", "unspecified"), ("224.0.0.1", "multicast")):  # noqa: S104
+        response = Client().post("/api/v1/enrol", {"token": plain, "address": bad},
+                                 content_type="application/json")
+        assert response.status_code == 400 and why in response.json()["detail"], bad
+    good = Client().post("/api/v1/enrol", {"token": plain, "address": "10.20.0.5"},
+                         content_type="application/json")
+    assert good.status_code == 201  # the refused attempts did not spend the token
