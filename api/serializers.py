@@ -313,6 +313,7 @@ class GroupPageSerializer(serializers.Serializer[Any]):
 
 
 class HistoryPointSerializer(serializers.Serializer[Any]):
+    sample = serializers.IntegerField()
     measured_at = serializers.DateTimeField()
     value = serializers.FloatField()
     unit = serializers.CharField()
@@ -333,6 +334,7 @@ class HistoryPointSerializer(serializers.Serializer[Any]):
 class HistorySerializer(serializers.Serializer[Any]):
     node = serializers.IntegerField()
     metric = serializers.CharField()
+    next = serializers.URLField(allow_null=True)
     results = HistoryPointSerializer(many=True)
 
 

@@ -206,8 +206,8 @@ NODE_QUEUE = "runs"
 NODE_MAX_QUEUED_RUNS = envint("NODE_MAX_QUEUED_RUNS", 200)
 # Loopback node addresses: only where every node is on one machine (the lab, the tests).
 ALLOW_LOOPBACK_ADDRESSES = envbool("ALLOW_LOOPBACK_ADDRESSES", not PRODUCTION)
-# One buyer cannot fill another's path to a node: its own queued runs per node are capped.
-USER_MAX_QUEUED_RUNS_PER_NODE = envint("USER_MAX_QUEUED_RUNS_PER_NODE", 50)
+# One buyer cannot fill another's path to a node: it may hold at most half a node's queue.
+USER_MAX_QUEUED_RUNS_PER_NODE = envint("USER_MAX_QUEUED_RUNS_PER_NODE", NODE_MAX_QUEUED_RUNS // 2)
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = "platform"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -30,6 +31,8 @@ from leaderboard.models import LatestResult
 from leaderboard.services import diagnosis, score
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
+    HISTORY_MAX_PAGE,
+    HISTORY_PAGE,
     BadFilter,
     Filters,
     entries,
@@ -142,16 +145,42 @@ class ProviderView(GroupView):
 
 
 class NodeHistoryView(LeaderboardBase):
-    @extend_schema(parameters=[OpenApiParameter("metric", str), OpenApiParameter("format", str)],
+    @extend_schema(parameters=[OpenApiParameter("metric", str), OpenApiParameter("format", str),
+                               OpenApiParameter("cursor", str),
+                               OpenApiParameter("page_size", int, description="at most 2000")],
                    responses={200: HistorySerializer})
     def get(self, request: Request, node_id: int) -> Response:
         node = get_object_or_404(Node, pk=node_id)
         metric = request.query_params.get("metric") or DEFAULT_METRIC
+        raw_size = request.query_params.get("page_size") or str(HISTORY_PAGE)
+        if not raw_size.isdigit():
+            return error("page_size must be a whole number", 400, {"page_size": raw_size[:32]})
+        size = max(1, min(int(raw_size), HISTORY_MAX_PAGE))
         try:
-            points = history(node, metric)
+            after = history_cursor(request.query_params.get("cursor", ""))
+            points = history(node, metric, after, size + 1)
         except BadFilter as exc:
             return error(str(exc), 400, {exc.field: str(exc)})
-        return Response({"node": node.pk, "metric": metric, "results": points})
+        except ValueError as exc:
+            return error(str(exc), 400, {"cursor": str(exc)})
+        next_url = None
+        if len(points) > size:
+            points = points[:size]
+            query = request.query_params.copy()
+            query["cursor"] = base64.urlsafe_b64encode(json.dumps(
+                [points[-1]["measured_at"].isoformat(), points[-1]["sample"]]).encode()).decode()
+            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        return Response({"node": node.pk, "metric": metric, "next": next_url, "results": points})
+
+
+def history_cursor(cursor: str) -> tuple[Any, int] | None:
+    if not cursor:
+        return None
+    try:
+        when, sample_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return datetime.fromisoformat(when), int(sample_id)
+    except (ValueError, TypeError, binascii.Error):
+        raise ValueError("invalid cursor; use the `next` link of the previous page") from None
 
 
 class NodeReportView(APIView):

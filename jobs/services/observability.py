@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import redis
+from django.conf import settings
 from django.db.models import Count, F, Sum
 from django.utils import timezone
 
@@ -71,18 +72,23 @@ def render() -> str:
           [_line("bench_run_duration_seconds_count", durations["n"]),
            _line("bench_run_duration_seconds_sum", total)])
     depths = []
+    nodes = list(Node.objects.filter(status=Node.Status.ACTIVE).values_list("pk", "name"))
     try:
-        client = admin_client()
-        for node_id, name in Node.objects.filter(status=Node.Status.ACTIVE).values_list("pk", "name"):
-            depths.append(_line("bench_node_queue_depth", client.llen(f"{key_prefix(node_id)}runs"),
-                                node=name))
-        rejected = client.hgetall(REJECTED_KEY)
+        # One pipelined round trip for every node's queue, not one per node per scrape.
+        pipe = admin_client().pipeline(transaction=False)
+        for node_id, _ in nodes:
+            pipe.llen(f"{key_prefix(node_id)}{settings.NODE_QUEUE}")
+        pipe.hgetall(REJECTED_KEY)
+        *lengths, rejected = pipe.execute()
+        depths = [_line("bench_node_queue_depth", n, node=name)
+                  for (_, name), n in zip(nodes, lengths, strict=True)]
     except redis.RedisError:
         rejected = {}
     block("bench_node_queue_depth", "gauge", "Messages waiting in each node's queue.", depths)
     block("bench_results_rejected_total", "counter", "Results refused, by reason.",
           [_line("bench_results_rejected_total", int(v), reason=_text(k)) for k, v in rejected.items()])
-    online = sum(1 for n in Node.objects.filter(status=Node.Status.ACTIVE) if n.online)
+    seen = timezone.now() - timedelta(seconds=settings.NODE_OFFLINE_AFTER_SECONDS)
+    online = Node.objects.filter(status=Node.Status.ACTIVE, last_seen_at__gte=seen).count()
     block("bench_nodes_online", "gauge", "Active nodes that heartbeated recently.",
           [_line("bench_nodes_online", online)])
     return "\n".join(lines) + "\n"

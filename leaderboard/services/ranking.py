@@ -227,16 +227,25 @@ def groups(filters: Filters, by: str) -> tuple[list[Group], str]:
     return out, profile
 
 
-def history(node: Node, metric_name: str) -> list[dict[str, Any]]:
-    """Every succeeded measurement of one metric on one node, oldest first, ranked or not
-    (an unranked one says so: custom parameters, or a suite that does not rank)."""
+HISTORY_PAGE = 500
+HISTORY_MAX_PAGE = 2000
+
+
+def history(node: Node, metric_name: str, after: tuple[Any, int] | None = None,
+            limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+    """Succeeded measurements of one metric on one node, oldest first, ranked or not (an
+    unranked one says so: custom parameters, or a suite that does not rank); at most
+    ``limit`` of them, after the (finished_at, sample id) of the previous page."""
     metric_of(metric_name)
     samples = (Sample.objects.filter(run__node=node, metric=metric_name, run__status="succeeded")
                .select_related("run__job").order_by("run__finished_at", "id"))
-    return [{"measured_at": s.run.finished_at, "value": s.value, "unit": s.unit, "p5": s.p5,
+    if after is not None:
+        samples = samples.filter(Q(run__finished_at__gt=after[0])
+                                 | Q(run__finished_at=after[0], id__gt=after[1]))
+    return [{"sample": s.pk, "measured_at": s.run.finished_at, "value": s.value, "unit": s.unit, "p5": s.p5,
              "p95": s.p95, "n": s.n, "profile": s.run.job.profile, "run": s.run_id,
              "peer": s.metadata.get("peer"), "ranked": s.run.ranked,
              "note": "" if s.run.ranked else UNRANKED_LABEL, "evidence": s.evidence,
              "evidence_source": s.evidence_source, "requested_by": s.run.requested_by}
-            for s in samples]
+            for s in samples[:min(limit, HISTORY_MAX_PAGE)]]
 

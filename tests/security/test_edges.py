@@ -177,3 +177,17 @@ def test_an_enrolment_address_must_be_a_host_ip_and_the_token_survives(
     good = Client().post("/api/v1/enrol", {"token": plain, "address": "10.20.0.5"},
                          content_type="application/json")
     assert good.status_code == 201  # the refused attempts did not spend the token
+
+
+def test_a_nodes_history_comes_in_bounded_pages(buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    for gbps in (1.0, 2.0, 3.0):
+        measured(buyer, node, gbps)
+    client = buyer.client()
+    url = f"/api/v1/nodes/{node.node.pk}/history?metric=network.tcp_throughput&page_size=2"
+    first = client.get(url).json()
+    second = client.get(first["next"]).json()
+    assert [p["value"] for p in first["results"] + second["results"]] == [1.0, 2.0, 3.0]
+    assert second["next"] is None
+    assert client.get(url + "&cursor=garbage").status_code == 400
+    assert client.get(url.replace("page_size=2", "page_size=-1")).status_code == 400
