@@ -202,6 +202,10 @@ NODE_VISIBILITY_TIMEOUT = envint("NODE_VISIBILITY_TIMEOUT", 3600)
 NODE_UNACKED_RESTORE_INTERVAL = envint("NODE_UNACKED_RESTORE_INTERVAL", 5)
 NODE_UNACKED_MUTEX_EXPIRE = envint("NODE_UNACKED_MUTEX_EXPIRE", 30)
 NODE_QUEUE = "runs"
+# A node's share of the broker (noeviction: one host filling it stops every publish). Over
+# either, the sweeper switches its Redis user off, frees its keys and fails its open runs.
+NODE_BROKER_MAX_BYTES = envint("NODE_BROKER_MAX_BYTES", 16 * 2**20)
+NODE_BROKER_MAX_CONNECTIONS = envint("NODE_BROKER_MAX_CONNECTIONS", 16)
 # Redis ACLs cannot cap one node's memory: bound what we queue for it instead.
 NODE_MAX_QUEUED_RUNS = envint("NODE_MAX_QUEUED_RUNS", 200)
 # Loopback node addresses: only where every node is on one machine (the lab, the tests).

@@ -98,6 +98,8 @@ class Node(models.Model):
     key_prefix = models.CharField(max_length=16, unique=True)
     key_hash = models.CharField(max_length=64)
     broker_user = models.CharField(max_length=64, blank=True)
+    # Set when the sweeper switched the node's Redis user off for going over its budget.
+    broker_suspended_reason = models.CharField(max_length=255, blank=True)
     enrolled_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_reason = models.CharField(max_length=255, blank=True)

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.models import Node
 from fleet.services.broker import acl_mode_warning
 
 
@@ -25,5 +26,7 @@ class HealthView(APIView):
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         warning = acl_mode_warning()
+        suspended = [f"node {name}: {reason}" for name, reason in Node.objects.exclude(
+            broker_suspended_reason="").values_list("name", "broker_suspended_reason")[:100]]
         return Response({"status": "ok", "database": "ok", "node_broker_acl": warning is None,
-                         "warnings": [warning] if warning else []})
+                         "warnings": ([warning] if warning else []) + suspended})

@@ -1,14 +1,16 @@
 """The broker side of node confinement: per-node Redis users and key prefixes.
 
-Each node gets a Redis user whose ACL only reaches ``node:<id>:*``; its Celery worker uses
-kombu's ``global_keyprefix`` so every key it touches is under that prefix. The platform
-publishes into the same prefix through its admin connection.
+Each node gets a Redis user whose ACL reaches only the keys kombu uses for its one queue
+under ``node:<id>:`` (``node_keys``); its Celery worker uses kombu's ``global_keyprefix`` so
+every key it touches is one of them. The platform publishes into the same keys through its
+admin connection, and the sweeper keeps each node within its memory and connection budget.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -25,6 +27,24 @@ NODE_COMMANDS = (
     "+ping +brpop +llen +sadd +zadd +zrange +zrem +hset +hget +hdel +rpush "
     "+multi +exec +watch +unwatch +set +get +del +evalsha"
 )
+# The exact keys kombu uses for a node's one queue (seen with MONITOR during a run): the
+# queue and its priority lists (kombu's default steps 3, 6, 9, "\x06\x16" separated), the
+# unacked hash, its index and mutex, and the binding tables. Nothing else under the prefix.
+PRIORITY_SEP = "\x06\x16"
+
+
+def node_keys(node_id: int) -> list[str]:
+    queue = f"{key_prefix(node_id)}{settings.NODE_QUEUE}"
+    prefix = key_prefix(node_id)
+    return [queue, *(f"{queue}{PRIORITY_SEP}{step}" for step in (3, 6, 9)),
+            f"{prefix}unacked", f"{prefix}unacked_index", f"{prefix}unacked_mutex",
+            f"{prefix}_kombu.binding.{settings.NODE_QUEUE}",
+            f"{prefix}_kombu.binding_permanent.{settings.NODE_QUEUE}"]
+
+
+def _glob_literal(key: str) -> str:
+    # An ACL key pattern is a glob: the key's own *?[]\ must match only themselves.
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in key)
 
 
 def broker_user_name(node_id: int) -> str:
@@ -53,8 +73,8 @@ def admin_client() -> redis.Redis:
 
 def acl_rule(node_id: int, password: str) -> list[str]:
     return [
-        "reset", "on", f">{password}", f"~{key_prefix(node_id)}*", "resetchannels", "-@all",
-        *NODE_COMMANDS.split(),
+        "reset", "on", f">{password}", *(f"~{_glob_literal(k)}" for k in node_keys(node_id)),
+        "resetchannels", "-@all", *NODE_COMMANDS.split(),
     ]
 
 
@@ -66,6 +86,40 @@ def create_node_user(node_id: int, password: str) -> str:
     _persist_acl(client)
     ensure_lock_script(client)
     return user
+
+
+@dataclass(frozen=True)
+class BrokerUse:
+    node_id: int
+    bytes: int
+    connections: int
+
+
+def broker_use(node_ids: list[int]) -> list[BrokerUse]:
+    """Each node's keys' memory (MEMORY USAGE) and its user's connections, in one pass."""
+    client = admin_client()
+    pipe = client.pipeline(transaction=False)
+    for node_id in node_ids:
+        for key in node_keys(node_id):
+            pipe.memory_usage(key)
+    usage = pipe.execute()
+    connections: dict[str, int] = {}
+    for entry in client.client_list():
+        user = str(entry.get("user", ""))
+        connections[user] = connections.get(user, 0) + 1
+    per_node = len(node_keys(0))
+    return [BrokerUse(node_id, sum(u or 0 for u in usage[i * per_node:(i + 1) * per_node]),
+                      connections.get(broker_user_name(node_id), 0))
+            for i, node_id in enumerate(node_ids)]
+
+
+def suspend_node_user(node_id: int) -> None:
+    """Over its budget: the user is switched off, its connections closed, its keys freed."""
+    client = admin_client()
+    client.execute_command("ACL", "SETUSER", broker_user_name(node_id), "off")
+    client.execute_command("CLIENT", "KILL", "USER", broker_user_name(node_id))
+    client.delete(*node_keys(node_id))
+    _persist_acl(client)
 
 
 def delete_node_user(node_id: int) -> None:

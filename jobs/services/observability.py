@@ -87,6 +87,10 @@ def render() -> str:
     block("bench_node_queue_depth", "gauge", "Messages waiting in each node's queue.", depths)
     block("bench_results_rejected_total", "counter", "Results refused, by reason.",
           [_line("bench_results_rejected_total", int(v), reason=_text(k)) for k, v in rejected.items()])
+    suspended = Node.objects.exclude(broker_suspended_reason="").values_list("name", flat=True)
+    block("bench_node_broker_suspended", "gauge",
+          "Nodes whose broker user the sweeper switched off (over their budget).",
+          [_line("bench_node_broker_suspended", 1, node=name) for name in suspended])
     seen = timezone.now() - timedelta(seconds=settings.NODE_OFFLINE_AFTER_SECONDS)
     online = Node.objects.filter(status=Node.Status.ACTIVE, last_seen_at__gte=seen).count()
     block("bench_nodes_online", "gauge", "Active nodes that heartbeated recently.",

@@ -26,6 +26,7 @@ class SweepReport:
     republished: int = 0
     timed_out: int = 0
     stuck: int = 0
+    suspended: int = 0
 
 
 def sweep() -> SweepReport:
@@ -60,6 +61,7 @@ def sweep() -> SweepReport:
             run.current_attempt = None
             run.lease_expires_at = None
             run.save()
+    report.suspended = enforce_broker_budgets()
     report.timed_out = fail_unstarted(now)
     report.stuck = forget_stuck_dispatches(now)
     pending = list(Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
@@ -70,9 +72,39 @@ def sweep() -> SweepReport:
         if publish_run(run_id, node_id):
             report.republished += 1
     if report.expired or report.given_up or report.republished or report.timed_out \
-            or report.stuck:
+            or report.stuck or report.suspended:
         log.info("sweep: %s", report)
     return report
+
+
+def enforce_broker_budgets() -> int:
+    """Switch off the Redis user of every node over its memory or connection budget."""
+    if not settings.NODE_BROKER_ACL:
+        return 0
+    nodes = dict(Node.objects.filter(status=Node.Status.ACTIVE, broker_suspended_reason="")
+                 .exclude(broker_user="").values_list("pk", "name"))
+    if not nodes:
+        return 0
+    suspended = 0
+    for use in broker.broker_use(list(nodes)):
+        over = []
+        if use.bytes > settings.NODE_BROKER_MAX_BYTES:
+            over.append(f"{use.bytes} bytes in its broker keys (budget "
+                        f"{settings.NODE_BROKER_MAX_BYTES}, NODE_BROKER_MAX_BYTES)")
+        if use.connections > settings.NODE_BROKER_MAX_CONNECTIONS:
+            over.append(f"{use.connections} broker connections (budget "
+                        f"{settings.NODE_BROKER_MAX_CONNECTIONS}, NODE_BROKER_MAX_CONNECTIONS)")
+        if not over:
+            continue
+        reason = f"broker user suspended: {'; '.join(over)}"[:255]
+        broker.suspend_node_user(use.node_id)
+        Node.objects.filter(pk=use.node_id).update(broker_suspended_reason=reason)
+        Run.objects.filter(node_id=use.node_id).exclude(status__in=Run.FINISHED).update(
+            status=Run.Status.FAILED, finished_at=timezone.now(), lease_expires_at=None,
+            error=reason)
+        log.warning("node %s (%s): %s", use.node_id, nodes[use.node_id], reason)
+        suspended += 1
+    return suspended
 
 
 def fail_unstarted(now: datetime) -> int:

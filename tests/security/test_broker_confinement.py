@@ -38,11 +38,16 @@ def node_client(enrolled: Any) -> redis.Redis:
     return redis.Redis.from_url(enrolled.config["broker_url"], socket_timeout=5)
 
 
-def test_a_node_can_use_its_own_prefix(two_nodes: tuple[Any, Any]) -> None:
+def test_a_node_can_use_its_own_queue_and_no_other_key(two_nodes: tuple[Any, Any]) -> None:
     one, _ = two_nodes
     client = node_client(one)
-    assert client.rpush(f"node:{one.node.pk}:probe", "x") == 1
-    assert client.llen(f"node:{one.node.pk}:probe") == 1
+    assert client.rpush(f"node:{one.node.pk}:runs", "x") == 1
+    assert client.llen(f"node:{one.node.pk}:runs") == 1
+    # Only the keys kombu uses for its queue: nothing else under its own prefix either.
+    for key in (f"node:{one.node.pk}:probe", f"node:{one.node.pk}:runs-junk",
+                f"node:{one.node.pk}:unacked:x"):
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            client.set(key, "x" * 1024)
 
 
 @pytest.mark.parametrize(("what", "command"), DENIED, ids=[d[0] for d in DENIED])
