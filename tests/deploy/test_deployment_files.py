@@ -37,6 +37,9 @@ def test_the_compose_file_validates() -> None:
     redis_command = " ".join(config["services"]["redis"]["command"]) if isinstance(
         config["services"]["redis"]["command"], list) else config["services"]["redis"]["command"]
     assert "noeviction" in redis_command and "--appendonly yes" in redis_command
+    # The node users survive a restart: the ACL file is seeded once, never rewritten.
+    assert "[ -f /data/users.acl ] ||" in redis_command
+    assert "SECRET_KEY" not in (config["services"]["reference"].get("environment") or {})
 
 
 def test_the_compose_file_refuses_to_start_without_its_secrets() -> None:
