@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,16 +75,15 @@ def references_by_peer(node: Any) -> dict[str, ReferenceEndpoint]:
     return {str(e.as_peer()["name"]): e for e in ReferenceEndpoint.for_node(node)}
 
 
-def review(samples: list[dict[str, Any]], node: Any, attempt_id: Any, since: float,
-           until: float) -> Review:
-    """Mark each verifiable sample's evidence, from the reference's own records."""
+def review(samples: list[dict[str, Any]], endpoints: dict[str, ReferenceEndpoint],
+           attempt_id: Any, since: float, until: float) -> Review:
+    """Mark each verifiable sample's evidence, from its reference's own records (the node's
+    reference endpoints by peer name: references_by_peer). Unmatched samples keep the
+    model's default, host-reported."""
     result = Review()
-    wanted = [s for s in samples if metrics.METRICS[s["metric"]].verifiable]
-    endpoints = references_by_peer(node) if wanted else {}
-    for sample in wanted:
-        sample.setdefault("evidence", Sample.HOST_REPORTED)
+    for sample in samples:
         endpoint = endpoints.get(str(sample["metadata"].get("peer", "")))
-        if endpoint is None:
+        if endpoint is None or not metrics.METRICS[sample["metric"]].verifiable:
             continue
         host_value = sample["value"]
         if sample["metric"] == "network.tcp_rtt":
@@ -94,11 +92,11 @@ def review(samples: list[dict[str, Any]], node: Any, attempt_id: Any, since: flo
         else:
             found = _iperf3_figure(endpoint, sample, since, until)
             floor = 0.0
-        tolerance = max(REFERENCE_TOLERANCE * statistics.median(found[0]) if found else 0, floor)
         if found is None:
             continue
         figures, source, keys = found
         reference = summarise(sample["metric"], figures)
+        tolerance = max(REFERENCE_TOLERANCE * reference.value, floor)
         if abs(sample["value"] - reference.value) > tolerance:
             result.mismatches.append(Mismatch(sample["metric"], str(endpoint.as_peer()["name"]),
                                               sample["value"], reference.value, source))

@@ -254,7 +254,10 @@ def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str,
     if declared:
         raise LifecycleError("; ".join(declared.values()), 400, errors=declared)
     since = run.started_at.timestamp() if run.started_at else 0.0
-    reviewed = evidence.review(samples, node, attempt_id, since, now.timestamp())
+    # The node's references, read once: evidence and the loopback exemption both need them.
+    network = any(s["metric"].startswith("network.") for s in samples)
+    references = evidence.references_by_peer(node) if network else {}
+    reviewed = evidence.review(samples, references, attempt_id, since, now.timestamp())
     found = [consistency.Violation("reference_mismatch", m.message()) for m in reviewed.mismatches]
     if reviewed.spent:
         used = ReferenceRecordUse.objects.filter(
@@ -266,7 +269,7 @@ def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str,
     facts = consistency.Facts(
         samples=samples, params=resolve_params(job.params, job.profile),
         nic_mbps=list(node.enrolled_nic_mbps or []),
-        loopback_peers=_loopback_peers(run, node, samples),
+        loopback_peers=_loopback_peers(run, references, samples),
         gpu_claim=Node.gpu_model_of(inventory) if inventory else (node.gpu_model or "none"),
         runs_in_job=(Run.objects.filter(job_id=run.job_id).count()
                      if any(s["metric"].startswith("training.") for s in samples) else 1))
@@ -276,11 +279,12 @@ def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str,
     return reviewed.spent
 
 
-def _loopback_peers(run: Run, node: Node, samples: list[dict[str, Any]]) -> set[str]:
+def _loopback_peers(run: Run, references: dict[str, ReferenceEndpoint],
+                    samples: list[dict[str, Any]]) -> set[str]:
     """Peers the platform itself knows to be on the host's loopback (not a network path)."""
     if not any(s["metric"] in consistency.THROUGHPUT_METRICS for s in samples):
         return set()
-    hosts = {str(e.as_peer()["name"]): e.host for e in ReferenceEndpoint.for_node(node)}
+    hosts = {name: e.host for name, e in references.items()}
     if any(s["metric"] == "network.internode_throughput" for s in samples):
         hosts |= {f"node:{n['name']}": n["host"] or "" for n in coordination.mesh(run.job)}
     return {name for name, host in hosts.items() if consistency.is_loopback(host)}
