@@ -75,6 +75,15 @@ class Violation:
 Check = Callable[[Facts], "Violation | None"]
 
 
+def over(sample: dict[str, Any], limit: float) -> tuple[str, float] | None:
+    """The first of a sample's value, p95 and max above ``limit``: a ceiling binds them all."""
+    for name in ("value", "p95", "max"):
+        value = sample.get(name)
+        if isinstance(value, (int, float)) and value > limit:
+            return name, value
+    return None
+
+
 def spread_in_order(f: Facts) -> Violation | None:
     """p5 <= p95 and min <= max; a median lies between p5 and p95, any value in min..max."""
     for s in f.samples:
@@ -138,12 +147,10 @@ def within_nic_rate(f: Facts) -> Violation | None:
             "the host, with its NICs' drivers loaded)"))
     limit = max(f.nic_mbps) / 1000 * LINK_SLACK
     for s in over_network:
-        for name in ("value", "max", "p95"):
-            value = s.get(name)
-            if isinstance(value, (int, float)) and value > limit:
-                return Violation("within_nic_rate", (
-                    f"{s['metric']} {name} {value:g} Gbit/s is more than the node's fastest "
-                    f"NIC carries ({max(f.nic_mbps)} Mbit/s, as it reported at enrolment)"))
+        if found := over(s, limit):
+            return Violation("within_nic_rate", (
+                f"{s['metric']} {found[0]} {found[1]:g} Gbit/s is more than the node's fastest "
+                f"NIC carries ({max(f.nic_mbps)} Mbit/s, as it reported at enrolment)"))
     return None
 
 
@@ -227,12 +234,10 @@ def within_gpu_peak(f: Facts) -> Violation | None:
             peak = model.bf16
         else:
             peak = model.tf32 if s["metadata"].get("allow_tf32") else model.fp32
-        for name in ("value", "p95", "max"):
-            value = s.get(name)
-            if isinstance(value, (int, float)) and value > peak * PEAK_SLACK:
-                return Violation("within_gpu_peak", (
-                    f"{s['metric']} {value:g} {s['unit']} is above the published peak of "
-                    f"{what}: {peak:g}"))
+        if found := over(s, peak * PEAK_SLACK):
+            return Violation("within_gpu_peak", (
+                f"{s['metric']} {found[1]:g} {s['unit']} is above the published peak of "
+                f"{what}: {peak:g}"))
     return None
 
 
