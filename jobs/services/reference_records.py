@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,18 +93,10 @@ def echo_record(obj: Any) -> EchoRecord | None:
         return None
 
 
-def parse_server_log(text: str) -> list[ServerReport]:
-    return [r for r in map(server_report, _json_objects(text)[0]) if r is not None]
-
-
-def parse_echo_log(text: str) -> list[EchoRecord]:
-    return [r for r in map(echo_record, _json_objects(text)[0]) if r is not None]
-
-
 @dataclass
 class _Tail:
     offset: int = 0
-    by_key: dict[str, list[Any]] | None = None
+    by_key: dict[str, list[Any]] = field(default_factory=dict)
 
 
 class LogIndex:
@@ -119,8 +111,7 @@ class LogIndex:
     def lookup(self, path: str, key: str) -> list[Any] | None:
         """The records with this key; None when the log cannot be read."""
         with self._lock:
-            tail = self._tails.setdefault(path, _Tail(by_key={}))
-            assert tail.by_key is not None
+            tail = self._tails.setdefault(path, _Tail())
             try:
                 with Path(path).open("rb") as log:
                     size = log.seek(0, 2)
