@@ -123,19 +123,21 @@ class Outcome:
         return self.__dict__.copy()
 
 
-def worst(run: Run, metric: str, higher_is_better: bool, verified: bool = False) -> float | None:
+def worst_sample(run: Run, metric: str, higher_is_better: bool,
+                 verified: bool = False) -> tuple[float, str] | None:
+    """The run's worst figure of the metric (across peers) and its evidence source."""
     samples = run.samples.filter(metric=metric)
     if verified:
         samples = samples.filter(evidence=Sample.PLATFORM_VERIFIED)
-    values = list(samples.values_list("value", flat=True))
-    if not values:
+    rows = list(samples.values_list("value", "evidence_source"))
+    if not rows:
         return None
-    return min(values) if higher_is_better else max(values)
+    return (min if higher_is_better else max)(rows, key=lambda row: row[0])
 
 
-def verified_source(run: Run, metric: str) -> str:
-    return str(run.samples.filter(metric=metric, evidence=Sample.PLATFORM_VERIFIED)
-               .values_list("evidence_source", flat=True).first() or "")
+def worst(run: Run, metric: str, higher_is_better: bool) -> float | None:
+    found = worst_sample(run, metric, higher_is_better)
+    return found[0] if found else None
 
 
 def threshold_of(spec: Any, run: Run) -> float | None:
@@ -161,14 +163,15 @@ def evaluate_criterion(criterion: dict[str, Any], run: Run, multi_node: bool,
                        f"{why} ({reason})", "")
     threshold = threshold_of(criterion["threshold"], run)
     by_reference = criterion.get("verified_by") == "reference"
-    value = worst(run, metric, higher, verified=by_reference)
+    found = worst_sample(run, metric, higher, verified=by_reference)
+    value = found[0] if found else None
     if by_reference:
-        if value is None:
+        if found is None:
             host = worst(run, metric, higher)
             return Outcome(metric, comparison, threshold, host, "unverified", None,
                            f"{why} (no reference endpoint recorded this node's tests: the "
                            "platform cannot vouch for the host's figure)", "host report")
-        source = verified_source(run, metric)
+        source = found[1]
     else:
         source = "host report"
     if value is None or threshold is None:
