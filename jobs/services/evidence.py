@@ -12,8 +12,9 @@ to an address the host declares:
   sends it first); the echo server records the round trips it timed under that token.
 
 A record that matches makes the figure ``platform-verified``, valued at the reference's
-figure, with the source named; a host figure more than REFERENCE_TOLERANCE away is refused.
-No record (or an unreadable log) leaves the figure ``host-reported``.
+figure, with the source named; a host figure more than REFERENCE_TOLERANCE away (for TCP
+RTT: shorter than the reference's fastest round trip) is refused. No record (or an
+unreadable log) leaves the figure ``host-reported``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ from jobs.models import Sample
 from jobs.services import reference_records
 
 # A record more than this far from the host's figure means one of them is lying about the
-# test; the reference is the one the platform runs. (TCP RTT also allows RTT_FLOOR_MS: two
-# user-space endpoints' timers disagree by tens of microseconds on a sub-millisecond path.)
+# test; the reference is the one the platform runs. TCP RTT is one-sided: each end's timer
+# also counts the other end's wake-ups, so on a loaded host the two medians can differ by
+# several times on a sub-millisecond path, while no host's median can be shorter than the
+# fastest round trip the reference timed (less RTT_FLOOR_MS of timer disagreement). A host
+# that reports a longer RTT only harms itself, and the stored figure is the reference's.
 REFERENCE_TOLERANCE = 0.10
 RTT_FLOOR_MS = 0.25
 # Tests may start a little before the platform stamped the claim (clock granularity).
@@ -41,6 +45,7 @@ CLOCK_SLACK_S = 5.0
 MAX_COOKIES = 64
 REVERSE_METRIC = "network.tcp_throughput_reverse"
 PARALLEL_METRIC = "network.tcp_throughput_parallel"
+RTT_METRIC = "network.tcp_rtt"
 
 
 def echo_token(attempt_id: Any) -> str:
@@ -86,18 +91,15 @@ def review(samples: list[dict[str, Any]], endpoints: dict[str, ReferenceEndpoint
         if endpoint is None or not metrics.METRICS[sample["metric"]].verifiable:
             continue
         host_value = sample["value"]
-        if sample["metric"] == "network.tcp_rtt":
+        if sample["metric"] == RTT_METRIC:
             found = _echo_figure(endpoint, echo_token(attempt_id), since, until)
-            floor = RTT_FLOOR_MS
         else:
             found = _iperf3_figure(endpoint, sample, since, until)
-            floor = 0.0
         if found is None:
             continue
         figures, source, keys = found
         reference = summarise(sample["metric"], figures)
-        tolerance = max(REFERENCE_TOLERANCE * reference.value, floor)
-        if abs(sample["value"] - reference.value) > tolerance:
+        if _disagrees(sample["metric"], host_value, reference):
             result.mismatches.append(Mismatch(sample["metric"], str(endpoint.as_peer()["name"]),
                                               sample["value"], reference.value, source))
             continue
@@ -109,6 +111,14 @@ def review(samples: list[dict[str, Any]], endpoints: dict[str, ReferenceEndpoint
         sample["evidence_source"] = source[:255]
         result.spent += [(endpoint.pk, k) for k in keys]
     return result
+
+
+def _disagrees(metric: str, host_value: float, reference: Any) -> bool:
+    """Whether the host's figure contradicts the reference's record of the same test."""
+    if metric == RTT_METRIC:
+        fastest = reference.min if reference.min is not None else reference.value
+        return host_value < fastest - max(REFERENCE_TOLERANCE * fastest, RTT_FLOOR_MS)
+    return bool(abs(host_value - reference.value) > REFERENCE_TOLERANCE * reference.value)
 
 
 def _iperf3_figure(endpoint: ReferenceEndpoint, sample: dict[str, Any], since: float,
