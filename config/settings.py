@@ -84,7 +84,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "django_prometheus",
@@ -163,10 +162,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
-    # Per IP for enrolment (its token is the only credential), per user for the rest;
+    # Per IP for enrolment (its token is the only credential) and sign-in (also per account
+    # name: api/login_throttle.py), per user for the rest;
     # THROTTLE_RATES="submission=600/minute,enrolment=20/hour" overrides. 429 + Retry-After.
     "DEFAULT_THROTTLE_RATES": {
         "enrolment": "20/hour", "enrolment-token": "60/hour", "submission": "600/minute",
+        "login": "10/minute", "login-account": "30/hour",
         **{k.strip(): v.strip() for k, _, v in (item.partition("=") for item in
            (env("THROTTLE_RATES") or "").split(",") if item.strip())},
     },

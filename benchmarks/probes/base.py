@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,6 +20,24 @@ class Cancelled(ProbeError):
         super().__init__("the platform cancelled this run (or its lease was taken over)")
 
 
+MESH_PREFIX = "node:"  # a peer that is another node of the job (references: "reference:")
+# A reference may be named by DNS; a node is an IP literal (checked at enrolment). Nothing
+# that a tool could take for an option, or for more than one argument, reaches a command.
+HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*")
+
+
+def checked_host(host: Any, name: Any) -> str:
+    """``host`` when it is an IP literal or a DNS name; a ProbeError otherwise."""
+    text = str(host)
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        if len(text) <= 253 and HOST_NAME.fullmatch(text):
+            return text
+    raise ProbeError(f"the run spec gives peer {str(name)[:64]!r} the address {text[:64]!r}, "
+                     "which is not an IP address or host name; nothing was sent to it")
+
+
 @dataclass(frozen=True)
 class Peer:
     name: str
@@ -30,7 +50,7 @@ class Peer:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Peer:
         echo = data.get("echo_port")
-        return cls(name=str(data["name"]), host=str(data["host"]),
+        return cls(name=str(data["name"]), host=checked_host(data["host"], data["name"]),
                    iperf3_port=int(data.get("iperf3_port", 5201)),
                    echo_port=int(echo) if echo else None, token=str(data.get("token") or ""))
 
@@ -46,11 +66,12 @@ class MeshNode:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MeshNode:
-        return cls(rank=int(data["rank"]), name=str(data["name"]), host=str(data["host"]),
+        host = checked_host(data["host"], data["name"]) if data["host"] else ""
+        return cls(rank=int(data["rank"]), name=str(data["name"]), host=host,
                    iperf3_port=int(data["iperf3_port"]))
 
     def as_peer(self) -> Peer:
-        return Peer(name=f"node:{self.name}", host=self.host, iperf3_port=self.iperf3_port)
+        return Peer(name=f"{MESH_PREFIX}{self.name}", host=self.host, iperf3_port=self.iperf3_port)
 
 
 def no_barrier(name: str) -> None:

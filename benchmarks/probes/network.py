@@ -12,7 +12,7 @@ from benchmarks import metrics, runner
 from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
 from benchmarks.parsers.ping import PingResult, parse_ping
 from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
-from benchmarks.probes.base import Peer, Probe, ProbeError
+from benchmarks.probes.base import MESH_PREFIX, Peer, Probe, ProbeError
 from benchmarks.sample import Sample, repeat_until_stable, summarise
 from benchmarks.schedule import link_rounds
 
@@ -116,12 +116,12 @@ class NetworkProbe(Probe):
     def ping(self, peer: Peer) -> PingResult:
         count = int(self.param("ping_count"))
         interval = self.param("ping_interval")
-        argv = ["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", peer.host]
+        argv = ["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", "--", peer.host]
         result = runner.run(argv, timeout=count * interval + 10)
         return parse_ping(result.stdout)
 
     def tracepath(self, peer: Peer) -> TracepathResult:
-        result = runner.run(["tracepath", "-n", "-m", "30", peer.host], timeout=90)
+        result = runner.run(["tracepath", "-n", "-m", "30", "--", peer.host], timeout=90)
         return parse_tracepath(result.stdout)
 
     def iperf3(self, peer: Peer, reverse: bool, streams: int = 1) -> Iperf3Result:
@@ -139,10 +139,23 @@ class NetworkProbe(Probe):
                 return parse_iperf3(result.stdout)
             except Iperf3Error as exc:
                 if not any(r in str(exc) for r in RETRYABLE) or attempt == BUSY_RETRIES - 1:
-                    raise ProbeError(f"iperf3 to {peer.name} ({peer.host}:{peer.iperf3_port}) "
-                                     f"failed: {exc}") from None
+                    raise ProbeError(peer_failure(peer, exc)) from None
                 time.sleep(0.5 + attempt * 0.5)
         raise AssertionError("unreachable")
+
+
+def peer_failure(peer: Peer, exc: Exception) -> str:
+    """The run's error for a failed test towards ``peer``.
+
+    The job's owner reads it. Towards another node, the tool's own words (refused, no
+    route, timed out) would tell a buyer about that node's network, and the address came
+    from its provider: a fleet told to test a planted address would scan it. Only the
+    reference endpoints, the platform's own, get the tool's message.
+    """
+    if peer.name.startswith(MESH_PREFIX):
+        return (f"iperf3 to {peer.name} failed: its test server did not answer at its enrolled "
+                "address (its provider can check the node's iperf3 server and firewall)")
+    return f"iperf3 to {peer.name} ({peer.host}:{peer.iperf3_port}) failed: {exc}"
 
 
 def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:

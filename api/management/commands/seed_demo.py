@@ -1,6 +1,8 @@
 """Create the demo's regions, providers and API users; print their ids and tokens as JSON.
 
-Idempotent: running it again reuses what exists.
+Idempotent for regions, providers and users: running it again reuses them. Tokens are
+stored as hashes and cannot be shown twice, so each run issues each user a new one (the
+earlier ones keep working).
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandParser
-from rest_framework.authtoken.models import Token
 
+from api import tokens
 from fleet.models import Provider, Region
 
 REGIONS = {
@@ -24,7 +26,7 @@ REGIONS = {
 
 def user_token(username: str) -> str:
     user, _ = User.objects.get_or_create(username=username)
-    return Token.objects.get_or_create(user=user)[0].key
+    return tokens.issue(user, name="seed_demo")
 
 
 class Command(BaseCommand):
