@@ -391,3 +391,73 @@ def certificate_data(cert: Any) -> dict[str, Any]:
         state = "valid" if cert.valid else "expired"
     return {"document": cert.document, "signature": cert.signature, "status": state,
             "revoked_reason": cert.revoked_reason}
+
+
+class ClusterNodeSerializer(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class ClusterEntrySerializer(serializers.Serializer[Any]):
+    rank = serializers.IntegerField(help_text="within clusters of this size and GPU model")
+    size = serializers.IntegerField()
+    gpu_model = serializers.CharField(allow_blank=True)
+    cluster = serializers.CharField(help_text="its nodes' ids, sorted: the cluster's name")
+    name = serializers.CharField(help_text='e.g. "West Lake DC, Hangzhou, 4 x A100"')
+    nodes = ClusterNodeSerializer(many=True)
+    provider = serializers.CharField()
+    region = serializers.CharField()
+    job = serializers.IntegerField()
+    profile = serializers.CharField()
+    measured_at = serializers.DateTimeField()
+    value = serializers.FloatField(allow_null=True, help_text="the ranked metric's figure")
+    slowest_link_gbps = serializers.FloatField(allow_null=True)
+    allreduce_busbw_largest = serializers.FloatField(allow_null=True, help_text="GB/s")
+    step_time_ms = serializers.FloatField(allow_null=True)
+    comm_share = serializers.FloatField(allow_null=True)
+    samples_per_s = serializers.FloatField(allow_null=True)
+    price_cny_month = serializers.IntegerField(allow_null=True, help_text="all its nodes")
+    price_per_throughput = serializers.FloatField(allow_null=True,
+                                                  help_text="CNY a month per sample/s")
+    evidence = serializers.CharField(help_text="cluster figures are host-reported")
+    diagnosis = FindingSerializer(many=True)
+
+
+class ClusterBoardSerializer(serializers.Serializer[Any]):
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    results = ClusterEntrySerializer(many=True)
+
+
+class LinkSerializer(serializers.Serializer[Any]):
+    from_node = serializers.IntegerField(help_text="the sender (iperf3 client)")
+    from_name = serializers.CharField()
+    to_node = serializers.IntegerField(help_text="the receiver")
+    to_name = serializers.CharField()
+    throughput_gbps = serializers.FloatField(allow_null=True,
+                                             help_text="the receiver's count when confirmed")
+    sender_gbps = serializers.FloatField(allow_null=True)
+    receiver_gbps = serializers.FloatField(allow_null=True,
+                                           help_text="the receiving node's own server log")
+    rtt_ms = serializers.FloatField(allow_null=True, help_text="from -> to (ICMP avg)")
+    confirmed = serializers.BooleanField(help_text="both ends' counts agree within 5%")
+    job = serializers.IntegerField()
+    measured_at = serializers.DateTimeField()
+
+
+class LinkMatrixSerializer(serializers.Serializer[Any]):
+    nodes = ClusterNodeSerializer(many=True)
+    results = LinkSerializer(many=True)
+    diagnosis = FindingSerializer(many=True)
+
+
+class RegionPathSerializer(serializers.Serializer[Any]):
+    from_region = serializers.CharField()
+    to_region = serializers.CharField()
+    links = serializers.IntegerField()
+    rtt_ms = serializers.FloatField(allow_null=True)
+    throughput_gbps = serializers.FloatField(allow_null=True)
+
+
+class RegionPathPageSerializer(serializers.Serializer[Any]):
+    results = RegionPathSerializer(many=True)

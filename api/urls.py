@@ -3,6 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from api.views import (
     benchmarks,
+    clusters,
     enrolment,
     health,
     leaderboard,
@@ -31,6 +32,9 @@ urlpatterns = [
     path("leaderboard", leaderboard.LeaderboardView.as_view(), name="leaderboard"),
     path("leaderboard/regions", leaderboard.RegionView.as_view(), name="leaderboard-regions"),
     path("leaderboard/providers", leaderboard.ProviderView.as_view(), name="leaderboard-providers"),
+    path("clusters", clusters.ClusterBoardView.as_view(), name="cluster-board"),
+    path("links", clusters.LinkMatrixView.as_view(), name="link-matrix"),
+    path("regions/paths", clusters.RegionPathsView.as_view(), name="region-paths"),
     path("nodes/<int:node_id>/history", leaderboard.NodeHistoryView.as_view(), name="node-history"),
     path("nodes/<int:node_id>/report", leaderboard.NodeReportView.as_view(), name="node-report"),
     path("nodes/<int:node_id>/price", providers.NodePriceView.as_view(), name="node-price"),

@@ -46,6 +46,10 @@ _METRICS = [
     Metric("network.internode_throughput", "Gbit/s", 0.0, 1_000.0, True,
            "inter-node TCP throughput"),
     Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, "inter-node RTT (ICMP avg)"),
+    # The receiving node's own iperf3 server log of the tests its peers sent it (each
+    # test's cookie and count in the metadata): the other end's view of the same links.
+    Metric("network.internode_received", "Gbit/s", 0.0, 1_000.0, True,
+           "inter-node TCP throughput, as the receiver counted it"),
     Metric("network.tcp_retransmits", "count", 0.0, 1e9, False, "TCP retransmits"),
     # Round trips of one byte over an open TCP connection to the peer's echo server.
     Metric("network.tcp_rtt", "ms", 0.0, 10_000.0, False, "TCP RTT (echo)", verifiable=True),
@@ -109,6 +113,21 @@ _METRICS = [
 ]
 
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
+
+
+# A figure belongs to what was measured. These are of a link between two nodes (stored as
+# link results, jobs.LinkResult); a multi-node job's training figures are of its node set
+# (jobs.ClusterResult). Neither is ever a node's own board value.
+LINK_METRICS = frozenset({"network.internode_throughput", "network.internode_rtt",
+                          "network.internode_received"})
+CLUSTER_FAMILY = "training"
+
+
+def of_node(metric: str, node_count: int) -> bool:
+    """Whether ``metric`` measured in a job of ``node_count`` nodes is a figure of one node."""
+    if metric in LINK_METRICS:
+        return False
+    return node_count == 1 or not metric.startswith(f"{CLUSTER_FAMILY}.")
 
 
 def family(prefix: str) -> tuple[str, ...]:

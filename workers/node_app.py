@@ -16,6 +16,7 @@ from celery import Celery
 from celery.signals import worker_ready
 
 from benchmarks import runner
+from benchmarks.probes.network import served_log
 from workers import execution
 from workers.api_client import ApiError, NodeApi
 from workers.config import NodeConfig
@@ -81,8 +82,12 @@ def make_app(config: NodeConfig) -> Celery:
 
 def start_iperf3_server(config: NodeConfig) -> subprocess.Popen[bytes] | None:
     """The peer side of node-to-node tests: an iperf3 server on the enrolled address,
-    killed with the worker."""
-    argv = ["iperf3", "-s", "-B", config.address, "-p", str(config.iperf3_port)]
+    killed with the worker. Its JSON log is this node's own count of every test a peer
+    sends it, which the network probe reports beside the sender's (both ends of a link)."""
+    log_path = served_log(config.address, config.iperf3_port)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["iperf3", "-s", "-B", config.address, "-p", str(config.iperf3_port), "-J",
+            "--logfile", str(log_path)]
     try:
         server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   preexec_fn=runner.die_with_parent)  # noqa: PLW1509

@@ -3,13 +3,16 @@ one stream both ways, and P parallel streams."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks import metrics, runner
 from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
+from benchmarks.parsers.iperf3_server import ServerReport, json_objects, server_report
 from benchmarks.parsers.ping import PingResult, parse_ping
 from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
 from benchmarks.probes.base import MESH_PREFIX, Peer, Probe, ProbeError
@@ -23,6 +26,10 @@ BUSY_RETRIES = 10
 RETRYABLE = ("busy", "Connection refused")
 # The first line a reference's echo server reads: the run's token (workers/echo_server.py).
 ECHO_TOKEN_PREFIX = "BENCH-TOKEN "  # noqa: S105 - a protocol keyword, not a secret
+# Tests this node served in one run, as its own server logged them (a 16-node job's matrix
+# is 15 peers x a few repetitions).
+MAX_SERVED = 64
+MAX_SERVED_BYTES = 8 << 20
 
 
 class NetworkProbe(Probe):
@@ -53,6 +60,9 @@ class NetworkProbe(Probe):
             self.ctx.report(self.name, min(step, steps), steps)
 
         samples: list[Sample] = []
+        own = self.ctx.mesh[self.ctx.node_rank] if rounds else None
+        served = served_log(own.host, own.iperf3_port) if own else None
+        served_from = served.stat().st_size if served and served.exists() else 0
         for peer in self.ctx.peers:
             meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
             next_step()
@@ -86,6 +96,8 @@ class NetworkProbe(Probe):
                 if client == self.ctx.node_rank:
                     samples += self.internode(self.ctx.mesh[server].as_peer(), reps)
             self.ctx.barrier(f"network-round-{i}")
+        if served is not None:  # every peer's tests towards this node are over
+            samples += served_samples(read_served(served, served_from))
         return samples
 
     def internode(self, peer: Peer, reps: int) -> list[Sample]:
@@ -96,7 +108,7 @@ class NetworkProbe(Probe):
                                    reps)
         samples = [summarise("network.internode_throughput",
                              [r.receiver_bps / GBIT for r in runs],
-                             meta | self.iperf3_params(runs[0]))]
+                             meta | self.iperf3_params(runs[0]) | cookies(runs))]
         if ping.rtt_avg_ms is not None:
             samples.append(Sample("network.internode_rtt", ping.rtt_avg_ms, "ms", n=ping.received,
                                   min=ping.rtt_min_ms, max=ping.rtt_max_ms,
@@ -142,6 +154,37 @@ class NetworkProbe(Probe):
                     raise ProbeError(peer_failure(peer, exc)) from None
                 time.sleep(0.5 + attempt * 0.5)
         raise AssertionError("unreachable")
+
+
+def served_log(host: str, port: int) -> Path:
+    """Where this node's iperf3 server logs the tests its peers send it (workers/node_app):
+    the receiving end's own view of each link."""
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state / "bench" / f"iperf3-served-{host}-{port}.json"
+
+
+def read_served(path: Path, offset: int) -> list[ServerReport]:
+    """The server's reports appended since ``offset`` (the whole log if it was rotated)."""
+    try:
+        with path.open("rb") as log:
+            if log.seek(0, 2) < offset:
+                offset = 0
+            log.seek(offset)
+            text = log.read(MAX_SERVED_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [r for r in map(server_report, json_objects(text)[0]) if r is not None]
+
+
+def served_samples(reports: list[ServerReport]) -> list[Sample]:
+    """The receiver's count of each test its peers sent it, by the test's cookie."""
+    tests = [r for r in reports if not r.reverse and r.received_bps > 0][:MAX_SERVED]
+    if not tests:
+        return []
+    return [summarise("network.internode_received", [r.received_bps / GBIT for r in tests],
+                      {"tool": "iperf3 server", "served": [
+                          {"cookie": r.cookie, "gbps": round(r.received_bps / GBIT, 6)}
+                          for r in tests]})]
 
 
 def peer_failure(peer: Peer, exc: Exception) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from benchmarks.schedule import link_rounds
 from fleet.models import Node
 from jobs.models import BarrierArrival, BenchmarkJob, Run
 
@@ -44,6 +45,21 @@ class BarrierState:
 
     def as_dict(self) -> dict[str, Any]:
         return {"ready": self.ready, "waiting_for": self.waiting_for, "broken": self.broken}
+
+
+def name_error(job: BenchmarkJob, name: str) -> str | None:
+    """Why a host may not wait at ``name``; None for the barriers the probes meet.
+
+    Each arrival is a row: a host making up names would add rows without end. The probes
+    meet a fixed few (benchmarks/probes: network-start, one per link round, training-start).
+    """
+    nodes = job.runs.count()
+    rounds = len(link_rounds(nodes))
+    known = {"network-start", "training-start", *(f"network-round-{i}" for i in range(rounds))}
+    if name not in known:
+        return (f"no barrier {name[:64]!r} in a {nodes}-node job "
+                f"(network-start, network-round-0..{max(rounds - 1, 0)}, training-start)")
+    return None
 
 
 def arrive(run: Run, name: str) -> BarrierState:

@@ -21,7 +21,7 @@ from benchmarks.suites import SUITES, resolve_params
 from certification.services.evaluation import on_job_finished
 from fleet.models import Node, ReferenceEndpoint
 from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, Run, Sample
-from jobs.services import consistency, coordination, evidence, intake, observability
+from jobs.services import consistency, coordination, evidence, intake, multi_node, observability
 from leaderboard.services.latest import record_latest
 
 log = logging.getLogger(__name__)
@@ -320,6 +320,11 @@ def _finish(run: Run, status: str, error: str, now: Any) -> None:
     run.finished_at = now
     run.lease_expires_at = None
     run.save()
+    if run.job.node_count > 1:
+        # The job's links and cluster, once its last run is in (multi_node checks; cancel
+        # and the sweeper's queue timeout call it too).
+        job_id = run.job_id
+        transaction.on_commit(lambda: multi_node.record(job_id))
 
 
 def _explain_stale(node: Node, run_id: int, attempt_id: uuid.UUID) -> None:
@@ -332,9 +337,12 @@ def _explain_stale(node: Node, run_id: int, attempt_id: uuid.UUID) -> None:
 
 def cancel(job: BenchmarkJob) -> int:
     """Cancel every run of the job that has not finished; returns how many."""
-    return Run.objects.filter(job=job).exclude(status__in=Run.FINISHED).update(
+    cancelled = Run.objects.filter(job=job).exclude(status__in=Run.FINISHED).update(
         status=Run.Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None,
         error="cancelled by the requester")
+    if cancelled and job.node_count > 1:  # the links its finished runs measured still count
+        transaction.on_commit(lambda: multi_node.record(job.pk))
+    return cancelled
 
 
 def fail_open_runs(node: Node, reason: str) -> int:
@@ -349,4 +357,7 @@ def barrier(node: Node, run_id: int, attempt_id: uuid.UUID, name: str) -> coordi
         raise LifecycleError("no such run for this node", 404)
     if run.status != Run.Status.RUNNING or run.current_attempt != attempt_id:
         raise LifecycleError(f"attempt {attempt_id} is no longer current for run {run_id}", 409)
+    problem = coordination.name_error(run.job, name)
+    if problem:
+        raise LifecycleError(problem, 400)
     return coordination.arrive(run, name)

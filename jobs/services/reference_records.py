@@ -13,27 +13,12 @@ Pure parsing, plus a small cache that reads only what a log gained since the las
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-@dataclass(frozen=True)
-class ServerReport:
-    cookie: str
-    client: str
-    started: float  # unix seconds
-    reverse: bool
-    streams: int
-    received_bps: float
-    sent_bps: float
-
-    @property
-    def own_bps(self) -> float:
-        """What the server itself counted: received, or sent in a reverse test."""
-        return self.sent_bps if self.reverse else self.received_bps
+from benchmarks.parsers.iperf3_server import json_objects, server_report
 
 
 @dataclass(frozen=True)
@@ -44,42 +29,6 @@ class EchoRecord:
     round_trips: int
     median_ms: float | None
     rtts_ms: tuple[float, ...] = ()
-
-
-def _json_objects(text: str) -> tuple[list[Any], int]:
-    """Every complete JSON value in ``text``, and where the unread rest begins."""
-    decoder = json.JSONDecoder()
-    objects = []
-    i = done = 0
-    while i < len(text):
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            done = i
-            break
-        try:
-            obj, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            break  # a report still being written: read it next time
-        objects.append(obj)
-        done = i
-    return objects, done
-
-
-def server_report(obj: Any) -> ServerReport | None:
-    """One iperf3 server report; None for error reports and other shapes."""
-    try:
-        start, finish = obj["start"], obj["end"]
-        return ServerReport(
-            cookie=str(start["cookie"]),
-            client=str(start["connected"][0]["remote_host"]),
-            started=float(start["timestamp"]["timesecs"]),
-            reverse=bool(start["test_start"].get("reverse")),
-            streams=int(start["test_start"].get("num_streams", 1)),
-            received_bps=float(finish.get("sum_received", {}).get("bits_per_second", 0.0)),
-            sent_bps=float(finish.get("sum_sent", {}).get("bits_per_second", 0.0)))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-        return None
 
 
 def echo_record(obj: Any) -> EchoRecord | None:
@@ -121,7 +70,7 @@ class LogIndex:
                     text = log.read().decode("utf-8", "replace")
             except OSError:
                 return None
-            objects, done = _json_objects(text)
+            objects, done = json_objects(text)
             tail.offset += len(text[:done].encode("utf-8", "replace"))
             for obj in objects:
                 record = self._parse(obj)

@@ -104,8 +104,9 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
 _INSERT_JOB_SQL = """
 WITH job AS (
     INSERT INTO jobs_benchmarkjob (owner_id, suite, profile, params, created_at,
-                                   idempotency_key, request_digest)
-    VALUES (%(owner)s, %(suite)s, %(profile)s, %(params)s::jsonb, %(now)s, %(key)s, %(digest)s)
+                                   idempotency_key, request_digest, node_count)
+    VALUES (%(owner)s, %(suite)s, %(profile)s, %(params)s::jsonb, %(now)s, %(key)s, %(digest)s,
+            cardinality(%(nodes)s::bigint[]))
     RETURNING id
 )
 INSERT INTO jobs_run (job_id, node_id, status, progress, error, attempts, queued_at,
@@ -125,7 +126,7 @@ def _insert(owner: User, suite: str, profile: str, params: dict[str, Any], key: 
     """Write the job and one run per node, dispatched_at set: the publish follows."""
     now = timezone.now()
     fields = {"owner": owner, "suite": suite, "profile": profile, "params": params,
-              "idempotency_key": key, "request_digest": digest}
+              "idempotency_key": key, "request_digest": digest, "node_count": len(node_ids)}
     if connection.vendor != "postgresql":  # the demo's SQLite
         with transaction.atomic():
             job = BenchmarkJob.objects.create(**fields)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from fleet.models import Node
 from fleet.services import broker
 from jobs.models import Attempt, Run
+from jobs.services import multi_node
 from jobs.services.dispatch import publish_run
 
 log = logging.getLogger(__name__)
@@ -113,15 +114,18 @@ def fail_unstarted(now: datetime) -> int:
     failed = 0
     stale = (Run.objects.filter(status=Run.Status.QUEUED,
                                 queued_at__lte=now - timedelta(seconds=limit))
-             .select_related("node"))
+             .select_related("node", "job"))
     for run in stale:
         node = run.node
         seen = node.last_seen_at.isoformat(timespec="seconds") if node.last_seen_at else "never"
-        failed += Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+        done = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
             status=Run.Status.FAILED, finished_at=now,
             error=f"not started within {limit} s: node {node.name} is offline "
                   f"(last seen {seen})" if not node.online else
                   f"not started within {limit} s: node {node.name} did not take it")
+        if done and run.job.node_count > 1:
+            multi_node.record(run.job_id)  # the links the other nodes measured still count
+        failed += done
     return failed
 
 

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunFigure:
-    """One run's figure of one metric: with several peers, a node is as good as its worst."""
+    """One run's figure of one metric: with several reference peers, a node is as good as
+    its worst."""
 
     run_id: int
     finished_at: Any
@@ -92,12 +93,15 @@ def board_row(node_id: int, metric: str, profile: str, evidence: str,
 def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
     """Recompute the node's board rows of these metrics from its ranked runs."""
     since = timezone.now() - timedelta(days=settings.LEADERBOARD_WINDOW_DAYS)
-    rows = list(Sample.objects.filter(
+    names = {m for m in metric_names if m not in metrics.LINK_METRICS}
+    rows = [row for row in Sample.objects.filter(
         run__node_id=node_id, run__ranked=True, run__status=Run.Status.SUCCEEDED,
-        run__job__profile=profile, run__finished_at__gte=since, metric__in=metric_names)
+        run__job__profile=profile, run__finished_at__gte=since, metric__in=names)
         .order_by("-run__finished_at", "-run_id")
         .values("metric", "value", "unit", "n", "p5", "p95", "cv", "evidence", "evidence_source",
-                "run_id", "run__finished_at", "run__requested_by"))
+                "run_id", "run__finished_at", "run__requested_by", "run__job__node_count")
+        # A node's row has only its own figures: not its links, not a cluster's training.
+        if metrics.of_node(row["metric"], row["run__job__node_count"])]
     out = []
     for evidence, verified_only in ((LatestResult.ANY, False), (LatestResult.VERIFIED, True)):
         for metric, figures in run_figures(rows, verified_only).items():

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from jobs.models import Run
+from jobs.models import ClusterResult, LinkResult, Run
 from jobs.services import submission
 from tests.lab.procs import free_port, wait_for
 
@@ -37,6 +37,15 @@ def test_two_nodes_measure_the_link_between_them_both_ways(
         assert peers == {f"node:{other}"}
         assert links.get().value > 0.1
         assert run.samples.filter(metric="network.internode_rtt").get().value < 1.0
+    # Each direction is a link result with both ends' views: the receiving node's own
+    # iperf3 server log counted the same tests (by cookie) as the sender.
+    wait_for(lambda: LinkResult.objects.filter(job=job).count() == 2, 30, "the link results")
+    for link in LinkResult.objects.filter(job=job):
+        assert link.receiver_gbps is not None and link.confirmed, (
+            link.sender_gbps, link.receiver_gbps)
+        assert link.throughput_gbps == link.receiver_gbps
+    assert {(li.source.name, li.target.name) for li in LinkResult.objects.filter(job=job)} == {
+        ("hz-1", "hz-2"), ("hz-2", "hz-1")}
 
 
 def test_a_node_that_never_arrives_fails_the_job_with_its_name(
@@ -75,3 +84,7 @@ def test_two_nodes_run_one_ddp_job_across_them(
         assert step.metadata["socket_ifname"].get("GLOO_SOCKET_IFNAME") == "lo"
         assert run.samples.get(metric="training.allreduce_busbw").value > 0
         assert 0 <= run.samples.get(metric="training.comm_share").value <= 1
+    # The DDP figures are the node set's, not each node's.
+    wait_for(lambda: ClusterResult.objects.filter(job=job).exists(), 30, "the cluster result")
+    cluster = ClusterResult.objects.get(job=job)
+    assert cluster.size == 2 and cluster.offer and cluster.figures["training.step_time"]["value"] > 0

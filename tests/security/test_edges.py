@@ -191,3 +191,24 @@ def test_a_nodes_history_comes_in_bounded_pages(buyer: Any, enrol_node: Any) -> 
     assert second["next"] is None
     assert client.get(url + "&cursor=garbage").status_code == 400
     assert client.get(url.replace("page_size=2", "page_size=-1")).status_code == 400
+
+
+def test_a_host_cannot_make_up_barriers(buyer: Any, enrol_node: Any) -> None:
+    # Each barrier arrival is a row; a host posting made-up names added rows without end.
+    from jobs.models import BarrierArrival
+
+    a, b = enrol_node("hz-1"), enrol_node("hz-2")
+    job, _ = submission.submit(buyer.user, [a.node.pk, b.node.pk], "network")
+    run = job.runs.get(node=a.node)
+    claim = lifecycle.claim(a.node, run.pk)
+
+    def wait_at(name: str) -> Any:
+        return a.client().post(f"/api/v1/node/runs/{run.pk}/barrier",
+                               {"attempt_id": str(claim.attempt.id), "name": name}, format="json")
+
+    assert wait_at("network-start").status_code == 200
+    assert wait_at("network-round-1").status_code == 200  # two nodes: rounds 0 and 1
+    for made_up in ("network-round-2", "network-round-99999", "x"):
+        response = wait_at(made_up)
+        assert response.status_code == 400 and "no barrier" in response.json()["detail"]
+    assert BarrierArrival.objects.filter(run=run).count() == 2

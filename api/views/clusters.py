@@ -1,0 +1,92 @@
+"""Clusters and links: the cluster board, link matrices, and the paths between regions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.errors import error
+from api.renderers import CSVRenderer
+from api.serializers import ClusterBoardSerializer, LinkMatrixSerializer, RegionPathPageSerializer
+from benchmarks import metrics
+from leaderboard.services import clusters, links
+
+FORMAT = OpenApiParameter("format", str, enum=["json", "csv"])
+
+
+class ClusterBoardView(APIView):
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(parameters=[
+        OpenApiParameter("metric", str, enum=clusters.choices(),
+                         description=f"rank on this (default {clusters.DEFAULT_METRIC})"),
+        OpenApiParameter("size", int, description="nodes per cluster"),
+        OpenApiParameter("gpu_model", str, description='"" for clusters without NVIDIA GPUs'),
+        OpenApiParameter("region", str), OpenApiParameter("profile", str), FORMAT],
+        responses={200: ClusterBoardSerializer})
+    def get(self, request: Request) -> Response:
+        query = request.query_params
+        metric = query.get("metric") or clusters.DEFAULT_METRIC
+        size = query.get("size") or ""
+        if size and not size.isdigit():
+            return error("size must be a whole number of nodes", 400, {"size": size[:32]})
+        try:
+            sections = clusters.board(metric, int(size) if size else None,
+                                      query.get("gpu_model"), query.get("region") or "",
+                                      query.get("profile") or "")
+        except clusters.BadClusterFilter as exc:
+            return error(str(exc), 400, {exc.field: str(exc)})
+        unit = "Gbit/s" if metric == clusters.SLOWEST_LINK else metrics.METRICS[metric].unit
+        return Response({"metric": metric, "unit": unit, "results": [
+            cluster_data(e, metric) for _, entries in sections for e in entries]})
+
+
+def cluster_data(e: clusters.ClusterEntry, metric: str) -> dict[str, Any]:
+    result = e.result
+    return {
+        "rank": e.rank, "size": result.size, "gpu_model": result.gpu_model, "cluster": result.key,
+        "name": clusters.name(result), "nodes": [{"id": n.pk, "name": n.name}
+                                                 for n in sorted(result.nodes.all(), key=lambda n: n.name)],
+        "provider": result.provider.name if result.provider else "",
+        "region": result.region.code if result.region else "", "job": result.job_id,
+        "profile": result.profile, "measured_at": result.measured_at, "value": e.value(metric),
+        "slowest_link_gbps": result.slowest_link_gbps,
+        "allreduce_busbw_largest": e.value("training.allreduce_busbw_largest"),
+        "step_time_ms": e.value("training.step_time"), "comm_share": e.value("training.comm_share"),
+        "samples_per_s": e.value("training.samples_per_s"), "price_cny_month": e.price_cny_month,
+        "price_per_throughput": e.price_per_throughput, "evidence": "host-reported",
+        "diagnosis": [f.__dict__ for f in e.findings]}
+
+
+class LinkMatrixView(APIView):
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(parameters=[
+        OpenApiParameter("job", int, description="every link one job measured"),
+        OpenApiParameter("provider", str, description="links between this provider's nodes"),
+        OpenApiParameter("region", str, description="links within a region (code or province)"),
+        OpenApiParameter("node", int, description="the links one node is in"), FORMAT],
+        responses={200: LinkMatrixSerializer})
+    def get(self, request: Request) -> Response:
+        try:
+            selection = links.Selection.from_query(request.query_params)
+        except links.BadSelection as exc:
+            return error(str(exc), 400, {exc.field: str(exc)})
+        found = links.latest_links(selection)
+        grid = links.matrix(found)
+        return Response({"nodes": grid["nodes"], "results": grid["links"],
+                         "diagnosis": [f.__dict__ for f in clusters.slow_node(found)
+                                       or clusters.slow_links(found)]})
+
+
+class RegionPathsView(APIView):
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(parameters=[FORMAT], responses={200: RegionPathPageSerializer})
+    def get(self, request: Request) -> Response:
+        return Response({"results": [p.__dict__ for p in links.region_paths()]})

@@ -1,0 +1,118 @@
+"""A multi-node job's figures, given to what they measured: each link, and the node set.
+
+Recorded once every run of the job has finished (several runs may finish together: the
+writes are idempotent). The samples stay as they were posted, the record of what each host
+said; the link and cluster rows are read from them.
+
+A link (source -> target) has two views of the same iperf3 tests: the sender's client
+JSON (its ``network.internode_throughput`` sample, with the tests' cookies) and the
+receiving node's own server log (its ``network.internode_received`` sample, each test by
+cookie). They are two hosts' words; when both counts of the same cookies agree within
+LINK_AGREEMENT the link is ``confirmed``, and its figure is the receiver's count; when they
+disagree it is the lower one, unconfirmed. Two nodes of one provider can agree on a lie:
+a link's figure is still bounded by both ends' NICs (consistency.within_nic_rate).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmarks import metrics
+from benchmarks.probes.base import MESH_PREFIX
+from fleet.models import Node
+from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample
+
+LINK_AGREEMENT = 0.05
+
+
+def record(job_id: int) -> bool:
+    """Store the job's link and cluster results once its runs are all finished."""
+    job = BenchmarkJob.objects.filter(pk=job_id).first()
+    if job is None or job.node_count < 2:
+        return False
+    runs = list(job.runs.select_related("node__provider", "node__region").order_by("id"))
+    if any(r.status not in Run.FINISHED for r in runs):
+        return False
+    succeeded = [r for r in runs if r.status == Run.Status.SUCCEEDED]
+    samples: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for s in Sample.objects.filter(run__in=succeeded).values("run_id", "metric", "value", "unit",
+                                                              "n", "metadata"):
+        samples[s["run_id"]].append(dict(s))
+    with transaction.atomic():
+        _links(job, runs, succeeded, samples)
+        _cluster(job, runs, succeeded, samples)
+    return True
+
+
+def _links(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
+           samples: dict[int, list[dict[str, Any]]]) -> None:
+    by_name: dict[str, list[Node]] = defaultdict(list)
+    for run in runs:
+        by_name[run.node.name].append(run.node)
+    received: dict[int, dict[str, float]] = {}  # target node -> cookie -> its own count
+    for run in succeeded:
+        received[run.node_id] = {
+            str(t.get("cookie")): float(t.get("gbps", 0)) for s in samples[run.pk]
+            if s["metric"] == "network.internode_received"
+            for t in s["metadata"].get("served") or [] if isinstance(t, dict)}
+    rows = []
+    for run in succeeded:
+        rtts = {s["metadata"].get("peer"): s["value"] for s in samples[run.pk]
+                if s["metric"] == "network.internode_rtt"}
+        for s in samples[run.pk]:
+            peer = str(s["metadata"].get("peer", ""))
+            targets = by_name.get(peer.removeprefix(MESH_PREFIX), [])
+            if s["metric"] != "network.internode_throughput" or len(targets) != 1:
+                continue
+            target = targets[0]
+            counts = received.get(target.pk, {})
+            cookies = [str(c) for c in s["metadata"].get("cookies") or []]
+            theirs = [counts[c] for c in cookies if c in counts]
+            receiver = statistics.median(theirs) if theirs and len(theirs) == len(cookies) else None
+            confirmed = receiver is not None and receiver > 0 and (
+                abs(s["value"] - receiver) <= LINK_AGREEMENT * receiver)
+            # Unconfirmed, the lower of the two views: an end that inflates its count gains
+            # nothing, and the link is marked.
+            figure = s["value"] if receiver is None else min(s["value"], receiver)
+            rows.append(LinkResult(
+                job=job, source=run.node, target=target,
+                throughput_gbps=receiver if confirmed else figure, sender_gbps=s["value"],
+                receiver_gbps=receiver, rtt_ms=rtts.get(peer), confirmed=confirmed,
+                ranked=all(r.ranked for r in runs), profile=job.profile,
+                measured_at=run.finished_at or timezone.now()))
+    LinkResult.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["job", "source", "target"],
+        update_fields=["throughput_gbps", "sender_gbps", "receiver_gbps", "rtt_ms", "confirmed",
+                       "ranked", "profile", "measured_at"])
+
+
+def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
+             samples: dict[int, list[dict[str, Any]]]) -> None:
+    # Rank 0 times the collectives for the whole job; another rank stands in if it failed.
+    timed = next((r for r in succeeded if any(
+        s["metric"].startswith(f"{metrics.CLUSTER_FAMILY}.") for s in samples[r.pk])), None)
+    if timed is None:
+        return
+    figures = {s["metric"]: {"value": s["value"], "unit": s["unit"], "n": s["n"]}
+               for s in samples[timed.pk] if s["metric"].startswith(f"{metrics.CLUSTER_FAMILY}.")}
+    nodes = [r.node for r in runs]
+    providers = {n.provider_id for n in nodes}
+    regions = {n.region_id for n in nodes}
+    models = {n.gpu_model for n in nodes}
+    links = LinkResult.objects.filter(job=job).values_list("throughput_gbps", flat=True)
+    cluster, _ = ClusterResult.objects.update_or_create(job=job, defaults={
+        "key": ",".join(str(i) for i in sorted(n.pk for n in nodes)), "size": len(nodes),
+        "provider_id": next(iter(providers)) if len(providers) == 1 else None,
+        "region_id": next(iter(regions)) if len(regions) == 1 else None,
+        "gpu_model": next(iter(models)) if len(models) == 1 else "",
+        "offer": len(providers) == 1 and len(regions) == 1 and len(models) == 1,
+        "ranked": all(r.ranked and r.status == Run.Status.SUCCEEDED for r in runs),
+        "profile": job.profile, "figures": figures,
+        "slowest_link_gbps": min((v for v in links if v is not None), default=None),
+        "measured_at": max(r.finished_at or timezone.now() for r in succeeded)})
+    cluster.nodes.set(nodes)

@@ -1,0 +1,159 @@
+"""The cluster board: clusters of the same size and GPU model, ranked like with like.
+
+A buyer rents N nodes of one GPU model from one provider in one data centre; such a node
+set measured together (one multi-node job, a published profile) is an offer. Its row is
+its latest ranked result, with its slowest link, the all-reduce busbw at the largest
+message, DDP step time and comm share, the whole cluster's monthly price, and what is
+wrong with it (clusters_diagnosis names the slow node or link).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from benchmarks import metrics
+from jobs.models import ClusterResult, LinkResult
+from leaderboard.services.diagnosis import Finding
+
+DEFAULT_METRIC = "training.samples_per_s"
+SLOWEST_LINK = "network.slowest_link"  # not a sample's metric: the cluster's weakest pair
+# A cluster's busbw should reach this share of what its slowest link carries (GB/s);
+# a link this far under the cluster's median link is the one to test without.
+BUSBW_OF_LINK = 0.9
+SLOW_LINK = 0.8
+
+
+class BadClusterFilter(ValueError):
+    field = "metric"
+
+
+@dataclass
+class ClusterEntry:
+    rank: int
+    result: ClusterResult
+    price_cny_month: int | None
+    price_per_throughput: float | None
+    findings: list[Finding] = field(default_factory=list)
+
+    def value(self, metric: str) -> float | None:
+        if metric == SLOWEST_LINK:
+            return self.result.slowest_link_gbps
+        figure = self.result.figures.get(metric)
+        return float(figure["value"]) if isinstance(figure, dict) else None
+
+
+def choices() -> list[str]:
+    return [SLOWEST_LINK, *metrics.family(metrics.CLUSTER_FAMILY)]
+
+
+def higher_is_better(metric: str) -> bool:
+    return True if metric == SLOWEST_LINK else metrics.METRICS[metric].higher_is_better
+
+
+def board(metric: str = DEFAULT_METRIC, size: int | None = None, gpu_model: str | None = None,
+          region: str = "", profile: str = "") -> list[tuple[tuple[int, str], list[ClusterEntry]]]:
+    """Sections (size, GPU model), each ranked on ``metric``, best first."""
+    if metric not in choices():
+        raise BadClusterFilter(f"unknown cluster metric {metric!r}; known: {', '.join(choices())}")
+    rows = (ClusterResult.objects.filter(offer=True, ranked=True)
+            .select_related("provider", "region").prefetch_related("nodes")
+            .order_by("-measured_at", "-id"))
+    if size is not None:
+        rows = rows.filter(size=size)
+    if gpu_model is not None:
+        rows = rows.filter(gpu_model__iexact=gpu_model)
+    if region:
+        rows = rows.filter(region__code__iexact=region) | rows.filter(region__province__iexact=region)
+    if profile:
+        rows = rows.filter(profile=profile)
+    newest: dict[tuple[str, str], ClusterResult] = {}
+    for result in rows[:5000]:
+        newest.setdefault((result.key, result.profile), result)
+    sections: dict[tuple[int, str], list[ClusterEntry]] = {}
+    for result in newest.values():
+        sections.setdefault((result.size, result.gpu_model), []).append(entry(result))
+    better = higher_is_better(metric)
+    out = []
+    for key in sorted(sections, key=lambda k: (k[0], k[1])):
+        known = [e for e in sections[key] if e.value(metric) is not None]
+        known.sort(key=lambda e: (-(e.value(metric) or 0) if better else (e.value(metric) or 0),
+                                  e.result.key))
+        unknown = [e for e in sections[key] if e.value(metric) is None]
+        for i, e in enumerate(known + unknown):
+            e.rank = i + 1
+        out.append((key, known + unknown))
+    return out
+
+
+def entry(result: ClusterResult) -> ClusterEntry:
+    nodes = list(result.nodes.all())
+    prices = [n.monthly_price_cny for n in nodes]
+    price = sum(p for p in prices if p) if nodes and all(prices) else None
+    throughput = result.figures.get("training.samples_per_s", {}).get("value")
+    return ClusterEntry(0, result, price,
+                        round(price / throughput, 4) if price and throughput else None,
+                        diagnose(result, list(LinkResult.objects.filter(job_id=result.job_id)
+                                              .select_related("source", "target"))))
+
+
+def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
+    """Name the slow part, as pairwise re-testing would: a node whose links are slow while
+    the links among the others are not, else a slow link; and a busbw its links do not
+    explain."""
+    findings = slow_node(links) or slow_links(links)
+    busbw = result.figures.get("training.allreduce_busbw_largest", {}).get("value")
+    if busbw is not None and result.slowest_link_gbps:
+        carries = result.slowest_link_gbps / 8  # GB/s
+        if busbw < BUSBW_OF_LINK * carries:
+            findings.append(Finding(
+                "busbw-under-links", f"all-reduce reaches {busbw:.3g} GB/s, {busbw / carries:.0%} "
+                f"of what the slowest link carries ({carries:.3g} GB/s)",
+                "check NCCL's transport (NCCL_DEBUG=INFO: socket vs IB/RoCE), NCCL_SOCKET_IFNAME "
+                "and the number of sockets per thread"))
+    return findings
+
+
+def rate(links: list[LinkResult]) -> float | None:
+    rates = [li.throughput_gbps for li in links if li.throughput_gbps is not None]
+    return statistics.median(rates) if rates else None
+
+
+def slow_node(links: list[LinkResult]) -> list[Finding]:
+    """The node whose links run under SLOW_LINK of the links that do not touch it."""
+    names = {n for li in links for n in (li.source.name, li.target.name)}
+    worst: tuple[float, str, float, float] | None = None
+    for name in names:
+        mine = rate([li for li in links if name in (li.source.name, li.target.name)])
+        others = rate([li for li in links if name not in (li.source.name, li.target.name)])
+        if mine is None or not others or mine >= SLOW_LINK * others:
+            continue
+        if worst is None or mine / others < worst[0]:
+            worst = (mine / others, name, mine, others)
+    if worst is None:
+        return []
+    _, name, mine, others = worst
+    return [Finding("slow-node", f"{name}: its links run at {mine:.2f} of the others' "
+                    f"{others:.2f} Gbit/s", f"test the cluster without {name}, or ask the "
+                    "provider to check its NIC, cabling and switch port")]
+
+
+def slow_links(links: list[LinkResult]) -> list[Finding]:
+    """Links under SLOW_LINK of the cluster's median link (no one node explains them)."""
+    median = rate(links)
+    if median is None or len(links) < 2:
+        return []
+    return [Finding("slow-link", f"{li.source.name} -> {li.target.name} runs at "
+                    f"{li.throughput_gbps:.2f} of the cluster's median {median:.2f} Gbit/s",
+                    "re-test that pair; if it stays slow, the path between them (switch, "
+                    "route) is the bottleneck")
+            for li in links if li.throughput_gbps is not None
+            and li.throughput_gbps < SLOW_LINK * median]
+
+
+def name(result: ClusterResult) -> str:
+    """What a buyer rents: "West Lake DC, Hangzhou, 4 x A100"."""
+    where = ", ".join(x for x in (result.provider.name if result.provider else "mixed providers",
+                                  result.region.city if result.region else "mixed regions") if x)
+    model = result.gpu_model if result.gpu_model not in ("", "none") else "CPU"
+    return f"{where}, {result.size} x {model}"

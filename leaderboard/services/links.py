@@ -1,0 +1,122 @@
+"""Links between nodes: the matrix of every measured pair, and the paths between regions.
+
+A link's figure is its latest ranked test (source -> target); the matrix shows each
+ordered pair once, so both directions of a link sit side by side, with both ends' views.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import F, Q, QuerySet
+
+from fleet.models import Node
+from jobs.models import LinkResult
+
+MAX_MATRIX_NODES = 64
+
+
+class BadSelection(ValueError):
+    field = "job"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which nodes' links: one job's, one provider's, one region's (code or province), or
+    the links of one node. At least one is given."""
+
+    job: int | None = None
+    provider: str = ""
+    region: str = ""
+    node: int | None = None
+
+    @classmethod
+    def from_query(cls, query: Any) -> Selection:
+        def number(name: str) -> int | None:
+            raw = str(query.get(name) or "")
+            if raw and not raw.isdigit():
+                raise BadSelection(f"{name} must be a number, not {raw[:32]!r}")
+            return int(raw) if raw else None
+
+        selection = cls(job=number("job"), provider=str(query.get("provider") or ""),
+                        region=str(query.get("region") or ""), node=number("node"))
+        if selection == cls():
+            raise BadSelection("give job, provider, region or node: whose links to show")
+        return selection
+
+
+def latest_links(selection: Selection, ranked_only: bool = True) -> list[LinkResult]:
+    """The latest result of each ordered pair within the selection (a job's: all of them)."""
+    rows: QuerySet[LinkResult] = LinkResult.objects.select_related(
+        "source__region", "source__provider", "target__region", "target__provider")
+    if selection.job is not None:
+        rows = rows.filter(job_id=selection.job)
+    elif ranked_only:
+        rows = rows.filter(ranked=True)
+    if selection.provider:
+        rows = rows.filter(source__provider__name__iexact=selection.provider,
+                           target__provider__name__iexact=selection.provider)
+    if selection.region:
+        for end in ("source", "target"):
+            rows = rows.filter(Q(**{f"{end}__region__code__iexact": selection.region})
+                               | Q(**{f"{end}__region__province__iexact": selection.region}))
+    if selection.node is not None:
+        rows = rows.filter(Q(source_id=selection.node) | Q(target_id=selection.node))
+    newest: dict[tuple[int, int], LinkResult] = {}
+    for link in rows.order_by("-measured_at", "-id")[:MAX_MATRIX_NODES ** 2 * 4]:
+        newest.setdefault((link.source_id, link.target_id), link)
+    return sorted(newest.values(), key=lambda li: (li.source.name, li.target.name))
+
+
+def matrix(links: list[LinkResult]) -> dict[str, Any]:
+    """Nodes (rows and columns, by name) and one cell per measured ordered pair."""
+    nodes: dict[int, Node] = {}
+    for link in links:
+        nodes.setdefault(link.source_id, link.source)
+        nodes.setdefault(link.target_id, link.target)
+    ordered = sorted(nodes.values(), key=lambda n: n.name)[:MAX_MATRIX_NODES]
+    keep = {n.pk for n in ordered}
+    return {"nodes": [{"id": n.pk, "name": n.name} for n in ordered],
+            "links": [link_data(li) for li in links
+                      if li.source_id in keep and li.target_id in keep]}
+
+
+def link_data(link: LinkResult) -> dict[str, Any]:
+    return {"from_node": link.source_id, "from_name": link.source.name,
+            "to_node": link.target_id, "to_name": link.target.name,
+            "throughput_gbps": link.throughput_gbps, "sender_gbps": link.sender_gbps,
+            "receiver_gbps": link.receiver_gbps, "rtt_ms": link.rtt_ms,
+            "confirmed": link.confirmed, "job": link.job_id, "measured_at": link.measured_at}
+
+
+@dataclass(frozen=True)
+class RegionPath:
+    from_region: str
+    to_region: str
+    links: int
+    rtt_ms: float | None
+    throughput_gbps: float | None
+
+
+def region_paths() -> list[RegionPath]:
+    """Median RTT and throughput of the latest links between nodes of two different cities."""
+    rows = (LinkResult.objects.filter(ranked=True).exclude(source__region=F("target__region"))
+            .select_related("source__region", "target__region").order_by("-measured_at", "-id"))
+    newest: dict[tuple[int, int], LinkResult] = {}
+    for link in rows[:20_000]:
+        newest.setdefault((link.source_id, link.target_id), link)
+    buckets: dict[tuple[str, str], list[LinkResult]] = defaultdict(list)
+    for link in newest.values():
+        buckets[(link.source.region.code, link.target.region.code)].append(link)
+    out = []
+    for (source, target), links in sorted(buckets.items()):
+        rtts = [li.rtt_ms for li in links if li.rtt_ms is not None]
+        rates = [li.throughput_gbps for li in links if li.throughput_gbps is not None]
+        out.append(RegionPath(source, target, len(links),
+                              statistics.median(rtts) if rtts else None,
+                              statistics.median(rates) if rates else None))
+    return out
+

@@ -1,0 +1,189 @@
+"""A multi-node figure belongs to the link or the node set that was measured (#15).
+
+The results are posted through the service as hosts post them (the lab test measures the
+same on shaped links); what is checked here is where each figure goes and what it ranks.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.apps import apps
+
+from fleet.models import Node, Provider
+from jobs.models import BenchmarkJob, ClusterResult, LinkResult
+from jobs.services import lifecycle, submission
+from leaderboard.models import LatestResult
+from leaderboard.services import clusters
+from tests.fixtures import measured
+
+Links = dict[tuple[int, int], float]
+
+
+def sample(metric: str, value: float, unit: str, **metadata: Any) -> dict[str, Any]:
+    return {"metric": metric, "value": value, "unit": unit, "n": 3, "p5": value, "p95": value,
+            "min": None, "max": None, "cv": 0.01, "metadata": metadata}
+
+
+def multi_node_job(buyer: Any, enrolled: list[Any], links: Links,
+                   received: Links | None = None, step_ms: float = 100.0,
+                   suite: str = "full") -> BenchmarkJob:
+    """A multi-node job as its hosts post it: each sender's view of its links (with the
+    tests' cookies), each receiver's own server log of them, and rank 0's DDP figures."""
+    received = links | (received or {})
+    job, _ = submission.submit(buyer.user, [e.node.pk for e in enrolled], suite)
+    runs = list(job.runs.order_by("id"))
+    n = len(enrolled)
+    for i, (e, run) in enumerate(zip(enrolled, runs, strict=True)):
+        claim = lifecycle.claim(e.node, run.pk)
+        samples = []
+        for j, peer in enumerate(enrolled):
+            if j == i:
+                continue
+            name = f"node:{peer.node.name}"
+            samples += [sample("network.internode_throughput", links[(i, j)], "Gbit/s", peer=name,
+                               cookies=[f"c-{i}-{j}-a", f"c-{i}-{j}-b"]),
+                        sample("network.internode_rtt", 0.2, "ms", peer=name)]
+        served = [{"cookie": f"c-{j}-{i}-{k}", "gbps": received[(j, i)]}
+                  for j in range(n) if j != i for k in ("a", "b")]
+        samples.append(sample("network.internode_received",
+                              sorted(t["gbps"] for t in served)[len(served) // 2], "Gbit/s",
+                              served=served))
+        if suite == "full":
+            slowest = min(links[(i, j)] for j in range(n) if j != i)
+            world = 2 * n
+            samples += [
+                sample("training.step_time", step_ms, "ms", world_size=world, nnodes=n),
+                sample("training.compute_time", step_ms * 0.6, "ms"),
+                sample("training.comm_share", 0.4, "ratio"),
+                sample("training.samples_per_s", 32 * world / (step_ms / 1000), "samples/s"),
+                sample("training.allreduce_busbw", slowest / 8 * 0.5, "GB/s"),
+                sample("training.allreduce_busbw_largest", slowest / 8 * 0.5, "GB/s")]
+        lifecycle.finish(e.node, run.pk, claim.attempt.id, True, samples, "", {})
+    return job
+
+
+def uniform(n: int, gbps: float) -> Links:
+    return {(i, j): gbps for i in range(n) for j in range(n) if i != j}
+
+
+@pytest.fixture
+def nodes(enrol_node: Any) -> Callable[..., list[Any]]:
+    def make(*names: str) -> list[Any]:
+        return [enrol_node(name, address=f"10.0.{k // 250}.{k % 250 + 2}")
+                for k, name in enumerate(names, start=len(Node.objects.all()))]
+    return make
+
+
+def test_a_fast_node_keeps_its_own_figures_beside_a_slow_one(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    fast, twin, slow = nodes("hz-fast", "hz-twin", "sz-slow")
+    measured(buyer, fast, 9.4)  # alone, to its reference
+    with django_capture_on_commit_callbacks(execute=True):
+        multi_node_job(buyer, [fast, twin], uniform(2, 3.83))
+        multi_node_job(buyer, [fast, slow], {(0, 1): 0.14, (1, 0): 0.15})
+    board = buyer.client().get("/api/v1/leaderboard?evidence=any").json()["results"]
+    assert [(r["node"]["name"], r["value"]) for r in board] == [("hz-fast", 9.4)]
+    # Neither a link's figure nor a cluster's training is ever a node's row.
+    assert not LatestResult.objects.filter(metric__startswith="network.internode").exists()
+    assert not LatestResult.objects.filter(metric__startswith="training.").exists()
+    matrix = buyer.client().get(f"/api/v1/links?node={fast.node.pk}").json()
+    pairs = {(li["from_name"], li["to_name"]): li["throughput_gbps"] for li in matrix["results"]}
+    assert pairs == {("hz-fast", "hz-twin"): 3.83, ("hz-twin", "hz-fast"): 3.83,
+                     ("hz-fast", "sz-slow"): 0.14, ("sz-slow", "hz-fast"): 0.15}
+    assert all(li["confirmed"] for li in matrix["results"])
+
+
+def test_a_link_is_confirmed_only_when_the_receiver_counted_the_same(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    # The sender of 0 -> 1 claims 9 Gbit/s; the receiver's own server logged 1.2.
+    a, b = nodes("hz-1", "hz-2")
+    with django_capture_on_commit_callbacks(execute=True):
+        job = multi_node_job(buyer, [a, b], {(0, 1): 9.0, (1, 0): 1.21}, {(0, 1): 1.2},
+                             suite="network")
+    inflated = LinkResult.objects.get(job=job, source=a.node)
+    assert (inflated.sender_gbps, inflated.receiver_gbps, inflated.confirmed) == (9.0, 1.2, False)
+    assert inflated.throughput_gbps == 1.2  # the lower view: inflating gains nothing
+    honest = LinkResult.objects.get(job=job, source=b.node)
+    assert honest.confirmed and honest.throughput_gbps == 1.21
+    assert not ClusterResult.objects.exists()  # a network job trained nothing
+
+
+def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    good = nodes("hz-a1", "hz-a2", "hz-a3")
+    bad = nodes("hz-b1", "hz-b2", "hz-b3")
+    slow_b2 = uniform(3, 0.95) | {(0, 1): 0.19, (1, 0): 0.19, (1, 2): 0.2, (2, 1): 0.19}
+    with django_capture_on_commit_callbacks(execute=True):
+        multi_node_job(buyer, good, uniform(3, 0.95), step_ms=100.0)
+        multi_node_job(buyer, bad, slow_b2, step_ms=400.0)
+        multi_node_job(buyer, good[:2], uniform(2, 0.95))  # another size: another section
+    body = buyer.client().get("/api/v1/clusters").json()
+    three = [r for r in body["results"] if r["size"] == 3]
+    assert [(r["rank"], [n["name"] for n in r["nodes"]]) for r in three] == [
+        (1, ["hz-a1", "hz-a2", "hz-a3"]), (2, ["hz-b1", "hz-b2", "hz-b3"])]
+    assert three[0]["name"] == "West Lake DC, Hangzhou, 3 x CPU"
+    assert three[1]["slowest_link_gbps"] == 0.19 and three[0]["slowest_link_gbps"] == 0.95
+    assert [r["size"] for r in body["results"]] == [2, 3, 3]
+    assert [f["verdict"] for f in three[1]["diagnosis"] if f["code"] == "slow-node"] == [
+        "hz-b2: its links run at 0.19 of the others' 0.95 Gbit/s"]
+    assert not [f for f in three[0]["diagnosis"] if f["code"] in ("slow-node", "slow-link")]
+    by_link = buyer.client().get("/api/v1/clusters?metric=network.slowest_link&size=3").json()
+    assert [r["rank"] for r in by_link["results"]] == [1, 2]
+    csv = buyer.client().get("/api/v1/clusters?format=csv").content.decode("utf-8-sig")
+    assert csv.splitlines()[0].startswith("rank,size,gpu_model,cluster,name")
+
+
+def test_a_job_that_mixes_providers_ranks_no_cluster(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    ours, theirs = nodes("hz-1", "hz-2")
+    Node.objects.filter(pk=theirs.node.pk).update(
+        provider=Provider.objects.create(name="Qiantang Cloud", kind="cloud"))
+    with django_capture_on_commit_callbacks(execute=True):
+        job = multi_node_job(buyer, [ours, theirs], uniform(2, 0.9))
+    cluster = ClusterResult.objects.get(job=job)
+    assert (cluster.offer, cluster.provider, cluster.size) == (False, None, 2)
+    assert cluster.figures["training.step_time"]["value"] == 100.0  # kept for its owner
+    assert buyer.client().get("/api/v1/clusters").json()["results"] == []
+    assert len(buyer.client().get(f"/api/v1/links?job={job.pk}").json()["results"]) == 2
+
+
+def test_paths_between_regions_and_bad_selections(
+        buyer: Any, nodes: Any, shenzhen: Any, django_capture_on_commit_callbacks: Any) -> None:
+    hz, sz = nodes("hz-1", "sz-1")
+    Node.objects.filter(pk=sz.node.pk).update(region=shenzhen)
+    with django_capture_on_commit_callbacks(execute=True):
+        multi_node_job(buyer, [hz, sz], {(0, 1): 0.5, (1, 0): 0.4}, suite="network")
+    paths = buyer.client().get("/api/v1/regions/paths").json()["results"]
+    assert [(p["from_region"], p["to_region"], p["throughput_gbps"]) for p in paths] == [
+        ("hangzhou", "shenzhen", 0.5), ("shenzhen", "hangzhou", 0.4)]
+    client = buyer.client()
+    for url, field in (("/api/v1/links", "job"), ("/api/v1/links?job=x", "job"),
+                       ("/api/v1/clusters?metric=storage.randread_iops", "metric"),
+                       ("/api/v1/clusters?size=two", "size")):
+        response = client.get(url)
+        assert response.status_code == 400 and field in response.json()["errors"], url
+
+
+def test_existing_multi_node_samples_move_to_links_and_clusters(
+        buyer: Any, nodes: Any) -> None:
+    # Data from before: no node count on the job, no link or cluster rows, and the node's
+    # board row of internode throughput (its worst link) and of the job's training.
+    a, b = nodes("hz-1", "hz-2")
+    job = multi_node_job(buyer, [a, b], uniform(2, 2.0))  # on_commit never ran: as before
+    BenchmarkJob.objects.filter(pk=job.pk).update(node_count=1)
+    run = job.runs.order_by("id").first()
+    assert run is not None and run.status == "succeeded", (run and run.status, run and run.error)
+    for metric in ("network.internode_throughput", "training.step_time"):
+        LatestResult.objects.create(node=a.node, metric=metric, value=2.0, unit="Gbit/s",
+                                    run=run, measured_at=run.finished_at,
+                                    evidence=LatestResult.ANY)
+    migration = importlib.import_module("leaderboard.migrations.0008_links_and_clusters_data")
+    migration.move(apps, None)
+    assert LinkResult.objects.filter(job=job).count() == 2
+    assert ClusterResult.objects.get(job=job).size == 2
+    assert not LatestResult.objects.filter(node=a.node).exists()
+    assert clusters.board()[0][1][0].result.job_id == job.pk
