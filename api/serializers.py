@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from benchmarks.suites import (
@@ -16,8 +17,10 @@ from benchmarks.suites import (
     resolve_params,
 )
 from fleet.models import Node, Provider
-from jobs.models import BenchmarkJob, Run, Sample
+from jobs.models import BenchmarkJob, ClusterResult, Run, Sample
 from jobs.services import intake
+from leaderboard.services import clusters
+from leaderboard.services.links import link_data
 
 
 class EnrolmentTokenRequestSerializer(serializers.Serializer[Any]):
@@ -127,10 +130,36 @@ class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
     url = serializers.SerializerMethodField()
     status = serializers.SerializerMethodField()
     runs = RunSerializer(many=True)
+    links = serializers.SerializerMethodField(
+        help_text="multi-node: each direction of each link, with both ends' views")
+    cluster = serializers.SerializerMethodField(
+        help_text="multi-node with training: the node set's figures; null otherwise")
 
     class Meta:
         model = BenchmarkJob
-        fields = ["id", "url", "suite", "profile", "params", "status", "created_at", "runs"]
+        fields = ["id", "url", "suite", "profile", "params", "status", "created_at", "runs",
+                  "links", "cluster"]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_links(self, job: BenchmarkJob) -> list[dict[str, Any]]:
+        if job.node_count < 2:
+            return []
+        return [link_data(li) for li in job.links.select_related("source", "target")
+                .order_by("source__name", "target__name")]
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_cluster(self, job: BenchmarkJob) -> dict[str, Any] | None:
+        result = ClusterResult.objects.filter(job=job).select_related(
+            "provider", "region").first() if job.node_count > 1 else None
+        if result is None:
+            return None
+        return {"cluster": result.key, "name": clusters.name(result), "size": result.size,
+                "offer": result.offer, "ranked": result.ranked, "figures": result.figures,
+                "slowest_link_gbps": result.slowest_link_gbps,
+                "note": "" if result.offer else "mixes providers, regions or GPU models: "
+                                                "shown to you, ranked on no cluster board",
+                "diagnosis": [f.__dict__ for f in clusters.diagnose(result, list(
+                    job.links.select_related("source", "target")))]}
 
     def get_url(self, job: BenchmarkJob) -> str:
         path = reverse("benchmark-detail", args=[job.pk])

@@ -68,3 +68,48 @@ def line_chart(values: Sequence[float], labels: Sequence[str], unit: str, width:
                      f'<title>{escape(label)}: {v:.4g} {escape(unit)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class LinkCell:
+    source: str
+    target: str
+    gbps: float | None
+    rtt_ms: float | None
+    confirmed: bool
+
+
+def link_matrix(names: Sequence[str], cells: Sequence[LinkCell], cell_w: int = 64,
+                cell_h: int = 30) -> str:
+    """Every ordered pair, sender by row and receiver by column, coloured by throughput
+    against the fastest link shown (red slow, green fast); RTT and both views on hover."""
+    if not names or not cells:
+        return ""
+    label_w, head_h = 130, 70
+    index = {n: i for i, n in enumerate(names)}
+    fastest = max((c.gbps for c in cells if c.gbps), default=0.0) or 1.0
+    width, height = label_w + len(names) * cell_w + 10, head_h + len(names) * cell_h + 10
+    parts = [f'<svg class="chart links" role="img" xmlns="http://www.w3.org/2000/svg" '
+             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">']
+    for n, i in index.items():
+        x = label_w + i * cell_w + cell_w / 2
+        parts.append(f'<text x="{x:.1f}" y="{head_h - 8}" font-size="11" text-anchor="start" '
+                     f'transform="rotate(-35 {x:.1f} {head_h - 8})">{escape(n)}</text>')
+        parts.append(f'<text x="{label_w - 8}" y="{head_h + i * cell_h + cell_h * 0.65:.1f}" '
+                     f'font-size="11" text-anchor="end">{escape(n)}</text>')
+    for c in cells:
+        if c.source not in index or c.target not in index:
+            continue
+        x, y = label_w + index[c.target] * cell_w, head_h + index[c.source] * cell_h
+        share = (c.gbps or 0.0) / fastest
+        colour = f"hsl({120 * share:.0f}, 60%, {55 if c.gbps is not None else 90}%)"
+        rtt = f", RTT {c.rtt_ms:.3g} ms" if c.rtt_ms is not None else ""
+        state = "confirmed by both ends" if c.confirmed else "not confirmed by the receiver"
+        figure = f"{c.gbps:.3g}" if c.gbps is not None else "–"
+        parts.append(f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
+                     f'fill="{colour}"><title>{escape(c.source)} → {escape(c.target)}: '
+                     f'{figure} Gbit/s{rtt} ({state})</title></rect>')
+        parts.append(f'<text x="{x + cell_w / 2 - 1:.1f}" y="{y + cell_h * 0.62:.1f}" '
+                     f'font-size="11" text-anchor="middle">{figure}{"" if c.confirmed else "*"}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -12,10 +12,10 @@ from django.utils.translation import gettext as _
 from benchmarks import metrics
 from certification.models import Certificate, CertificationProfile
 from fleet.models import Node, Provider, Region
-from jobs.models import BenchmarkJob
+from jobs.models import BenchmarkJob, LinkResult
 from leaderboard import charts
 from leaderboard.models import LatestResult
-from leaderboard.services import diagnosis, score
+from leaderboard.services import clusters, diagnosis, links, score
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
     BadFilter,
@@ -30,8 +30,9 @@ from leaderboard.services.ranking import (
 )
 
 # Metrics offered as sortable columns on the leaderboard (any metric can be picked above).
-COLUMN_METRICS = ["network.tcp_throughput", "network.tcp_rtt", "network.internode_throughput",
-                  "storage.randread_iops", "storage.checkpoint_write", "training.allreduce_busbw",
+# (A node's row has only its own figures: links and clusters have views of their own.)
+COLUMN_METRICS = ["network.tcp_throughput", "network.tcp_rtt", "storage.randread_iops",
+                  "storage.checkpoint_write", "training.allreduce_busbw",
                   "training.comm_share", "training.samples_per_s"]
 HISTORY_METRICS = ["network.tcp_throughput", "network.tcp_rtt", "storage.randread_iops",
                    "training.allreduce_busbw", "training.step_time"]
@@ -65,7 +66,15 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "providers": Provider.objects.order_by("name"),
         "gpu_models": sorted(set(Node.objects.exclude(gpu_model="").values_list("gpu_model", flat=True))),
         "region_chart": charts.bar_chart(bars, metric.unit if metric else ""),
+        "cluster_sections": clusters.board(), "region_paths": links.region_paths(),
     }, status=400 if problem else 200)
+
+
+def link_chart(found: list[LinkResult]) -> str:
+    grid = links.matrix(found)
+    return charts.link_matrix([n["name"] for n in grid["nodes"]], [
+        charts.LinkCell(li["from_name"], li["to_name"], li["throughput_gbps"], li["rtt_ms"],
+                        li["confirmed"]) for li in grid["links"]])
 
 
 def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
@@ -84,7 +93,10 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
                 [p["value"] for p in points],
                 [p["measured_at"].strftime("%Y-%m-%d %H:%M") for p in points], unit)})
     certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
+    near = links.neighbourhood(node.pk)
     return render(request, "leaderboard/node.html", {
+        "link_chart": link_chart(near),
+        "link_findings": clusters.slow_node(near) or clusters.slow_links(near),
         "node": node, "profile": profile, "latest": latest, "histories": histories,
         "score": score.score(values), "findings": diagnosis.diagnose(values),
         "certificate": certificate, "labels": {m: metrics.METRICS[m].label for m in metrics.METRICS},
@@ -106,7 +118,10 @@ def provider_page(request: HttpRequest, provider_id: int) -> HttpResponse:
     nodes = provider.nodes.select_related("region").order_by("name")
     certificates = (Certificate.objects.filter(node__provider=provider).select_related("node")
                     .order_by("-issued_at")[:100])
+    provider_links = links.latest_links(links.Selection(provider=provider.name))
     return render(request, "leaderboard/provider.html", {
+        "link_chart": link_chart(provider_links),
+        "link_findings": clusters.slow_node(provider_links) or clusters.slow_links(provider_links),
         "provider": provider, "board": board, "nodes": nodes, "profile": profile,
         "metric": metrics.METRICS[filters.metric], "certificates": certificates})
 

@@ -11,9 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.errors import error
+from api.permissions import current_user
 from api.renderers import CSVRenderer
 from api.serializers import ClusterBoardSerializer, LinkMatrixSerializer, RegionPathPageSerializer
 from benchmarks import metrics
+from jobs.models import BenchmarkJob
 from leaderboard.services import clusters, links
 
 FORMAT = OpenApiParameter("format", str, enum=["json", "csv"])
@@ -77,6 +79,11 @@ class LinkMatrixView(APIView):
             selection = links.Selection.from_query(request.query_params)
         except links.BadSelection as exc:
             return error(str(exc), 400, {exc.field: str(exc)})
+        user = current_user(request)
+        if selection.job is not None and not user.is_staff and not BenchmarkJob.objects.filter(
+                pk=selection.job, owner=user).exists():
+            # A job's links, unranked ones too, are its owner's; the board's are everyone's.
+            return error(f"no job {selection.job} of yours", 404, {"job": str(selection.job)})
         found = links.latest_links(selection)
         grid = links.matrix(found)
         return Response({"nodes": grid["nodes"], "results": grid["links"],

@@ -71,6 +71,19 @@ def latest_links(selection: Selection, ranked_only: bool = True) -> list[LinkRes
     return sorted(newest.values(), key=lambda li: (li.source.name, li.target.name))
 
 
+def neighbourhood(node_id: int, jobs: int = 5) -> list[LinkResult]:
+    """The latest links of the last few jobs the node was measured in, its peers' links
+    among themselves too: what tells a slow node from a slow peer."""
+    job_ids = list(LinkResult.objects.filter(Q(source_id=node_id) | Q(target_id=node_id))
+                   .order_by("-measured_at").values_list("job_id", flat=True).distinct()[:jobs * 16])
+    rows = (LinkResult.objects.filter(job_id__in=list(dict.fromkeys(job_ids))[:jobs])
+            .select_related("source", "target").order_by("-measured_at", "-id"))
+    newest: dict[tuple[int, int], LinkResult] = {}
+    for link in rows:
+        newest.setdefault((link.source_id, link.target_id), link)
+    return sorted(newest.values(), key=lambda li: (li.source.name, li.target.name))
+
+
 def matrix(links: list[LinkResult]) -> dict[str, Any]:
     """Nodes (rows and columns, by name) and one cell per measured ordered pair."""
     nodes: dict[int, Node] = {}

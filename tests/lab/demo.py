@@ -27,14 +27,15 @@ VAR = REPO / "var" / "demo"
 DEMO_SPEC = REPO / "tests" / "lab" / "specs" / "demo.yaml"
 LOOPBACK_NODES = [("hangzhou", "hz-a100-01", "West Lake DC", "local_dc"),
                   ("shenzhen", "sz-h800-01", "Pearl River Cloud", "cloud")]
+# A node's own figures; a multi-node job's links and cluster have tables of their own.
 COLUMNS = [("RTT ms", "network.tcp_rtt", "{:.2f}"),
            ("TCP Gbit/s", "network.tcp_throughput", "{:.2f}"),
-           ("node-node Gbit/s", "network.internode_throughput", "{:.2f}"),
            ("4k IOPS", "storage.randread_iops", "{:,.0f}"),
-           ("ckpt GB/s", "storage.checkpoint_write", "{:.2f}"),
-           ("busbw GB/s", "training.allreduce_busbw", "{:.3f}"),
-           ("comm %", "training.comm_share", "{:.0%}")]
-
+           ("ckpt GB/s", "storage.checkpoint_write", "{:.2f}")]
+CLUSTER_COLUMNS = [("busbw GB/s", "training.allreduce_busbw_largest", "{:.3f}"),
+                   ("step ms", "training.step_time", "{:.1f}"),
+                   ("comm %", "training.comm_share", "{:.0%}"),
+                   ("samples/s", "training.samples_per_s", "{:.0f}")]
 
 def lab_possible() -> str | None:
     """None when the lab can be built here, else why not."""
@@ -153,30 +154,46 @@ def _progress(run: dict[str, Any]) -> str:
 
 
 def worst(samples: list[dict[str, Any]], metric: str) -> float | None:
-    """With several peers (node-to-node), the node's worst link."""
+    """With several reference peers, the node's worst figure."""
     values = [s["value"] for s in samples if s["metric"] == metric]
     if not values:
         return None
     return min(values) if "throughput" in metric or "iops" in metric else max(values)
 
 
+def cell(value: float | None, fmt: str, width: int = 13) -> str:
+    return f"{fmt.format(value) if value is not None else '-':>{width}}"
+
+
 def print_comparison(job: dict[str, Any]) -> None:
-    print()
-    header = f"{'node':<13}{'provider':<19}{'region':<20}" + "".join(f"{c[0]:>17}" for c in COLUMNS)
-    print(header)
+    print("\nEach node alone (to its region's reference endpoint, its own storage):")
+    print(f"{'node':<13}{'provider':<19}{'region':<20}" + "".join(f"{c[0]:>13}" for c in COLUMNS))
     for run in job["runs"]:
         node = run["node"]
         if run["status"] != "succeeded":
             print(f"{node['name']:<13}{run['status']}: {run['error'][:200]}")
             continue
-        cells = []
-        for _, metric, fmt in COLUMNS:
-            value = worst(run["samples"], metric)
-            cells.append(f"{fmt.format(value) if value is not None else '-':>17}")
         print(f"{node['name']:<13}{node['provider']:<19}{node['province'] + '/' + node['city']:<20}"
-              + "".join(cells))
+              + "".join(cell(worst(run["samples"], m), fmt) for _, m, fmt in COLUMNS))
+    if job.get("links"):
+        print("\nEach link (sender -> receiver; confirmed: the receiver's own iperf3 log agrees):")
+        print(f"{'from':<13}{'to':<13}{'Gbit/s':>10}{'sender':>10}{'receiver':>10}{'RTT ms':>9}"
+              "  confirmed")
+        for li in job["links"]:
+            print(f"{li['from_name']:<13}{li['to_name']:<13}{cell(li['throughput_gbps'], '{:.3f}', 10)}"
+                  f"{cell(li['sender_gbps'], '{:.3f}', 10)}{cell(li['receiver_gbps'], '{:.3f}', 10)}"
+                  f"{cell(li['rtt_ms'], '{:.2f}', 9)}  {'yes' if li['confirmed'] else 'no'}")
+    cluster = job.get("cluster")
+    if cluster:
+        print(f"\nThe cluster as a whole: {cluster['name']}"
+              + (f" ({cluster['note']})" if cluster["note"] else ""))
+        print(f"{'slowest link':>13}" + "".join(f"{c[0]:>13}" for c in CLUSTER_COLUMNS))
+        figures = cluster["figures"]
+        print(cell(cluster["slowest_link_gbps"], "{:.3f}") + "".join(
+            cell((figures.get(m) or {}).get("value"), fmt) for _, m, fmt in CLUSTER_COLUMNS))
+        for finding in cluster["diagnosis"]:
+            print(f"  {finding['verdict']}: {finding['advice']}")
     print()
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.test import Client
 
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult
@@ -135,10 +136,18 @@ def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
     assert [r["rank"] for r in by_link["results"]] == [1, 2]
     csv = buyer.client().get("/api/v1/clusters?format=csv").content.decode("utf-8-sig")
     assert csv.splitlines()[0].startswith("rank,size,gpu_model,cluster,name")
+    # The pages: the board's cluster tables, and the link matrix naming the slow node.
+    page = Client().get("/").content.decode()
+    assert page.count('class="clusters"') == 2 and "hz-b2: its links run at" in page
+    node_page = Client().get(f"/nodes/{bad[1].node.pk}/").content.decode()
+    assert 'class="chart links"' in node_page and "hz-b2: its links run at" in node_page
+    assert "hz-b1 → hz-b2: 0.19 Gbit/s, RTT 0.2 ms (confirmed by both ends)" in node_page
+    provider_page = Client().get(f"/providers/{bad[1].node.provider_id}/").content.decode()
+    assert provider_page.count("<rect") == 12  # each ordered pair of both clusters, once
 
 
 def test_a_job_that_mixes_providers_ranks_no_cluster(
-        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+        buyer: Any, other_buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
     ours, theirs = nodes("hz-1", "hz-2")
     Node.objects.filter(pk=theirs.node.pk).update(
         provider=Provider.objects.create(name="Qiantang Cloud", kind="cloud"))
@@ -149,6 +158,11 @@ def test_a_job_that_mixes_providers_ranks_no_cluster(
     assert cluster.figures["training.step_time"]["value"] == 100.0  # kept for its owner
     assert buyer.client().get("/api/v1/clusters").json()["results"] == []
     assert len(buyer.client().get(f"/api/v1/links?job={job.pk}").json()["results"]) == 2
+    detail = buyer.client().get(f"/api/v1/benchmarks/{job.pk}").json()
+    assert detail["cluster"]["offer"] is False and "ranked on no cluster board" in detail["cluster"]["note"]
+    assert len(detail["links"]) == 2
+    # Another buyer sees neither this job's links nor its cluster.
+    assert other_buyer.client().get(f"/api/v1/links?job={job.pk}").status_code == 404
 
 
 def test_paths_between_regions_and_bad_selections(
