@@ -490,3 +490,16 @@ class RegionPathSerializer(serializers.Serializer[Any]):
 
 class RegionPathPageSerializer(serializers.Serializer[Any]):
     results = RegionPathSerializer(many=True)
+
+
+class ReferenceSlotRequestSerializer(serializers.Serializer[Any]):
+    attempt_id = serializers.UUIDField()
+    peer = serializers.CharField(max_length=200, help_text="one of the run spec's reference peers")
+    seconds = serializers.FloatField(min_value=1, max_value=300, default=60,
+                                     help_text="how long the next test holds it")
+    release = serializers.BooleanField(default=False, help_text="let go after the last test")
+
+
+class ReferenceSlotStateSerializer(serializers.Serializer[Any]):
+    granted = serializers.BooleanField()
+    wait_s = serializers.FloatField(help_text="at most this long until the holder's time runs out")

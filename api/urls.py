@@ -45,5 +45,7 @@ urlpatterns = [
     path("node/runs/<int:run_id>/progress", node_agent.ProgressView.as_view(), name="node-progress"),
     path("node/runs/<int:run_id>/result", node_agent.ResultView.as_view(), name="node-result"),
     path("node/runs/<int:run_id>/barrier", node_agent.BarrierView.as_view(), name="node-barrier"),
+    path("node/runs/<int:run_id>/reference-slot", node_agent.ReferenceSlotView.as_view(),
+         name="node-reference-slot"),
     *router.urls,
 ]

@@ -193,3 +193,13 @@ class ClusterResult(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["size", "gpu_model", "measured_at"])]
+
+
+class ReferenceSlot(models.Model):
+    """Who may test against a reference endpoint's iperf3 server now (it serves one test at
+    a time): one row per endpoint, held by a run until it lets go or ``expires_at``."""
+
+    endpoint = models.OneToOneField("fleet.ReferenceEndpoint", on_delete=models.CASCADE,
+                                    related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    expires_at = models.DateTimeField()

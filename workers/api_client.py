@@ -78,5 +78,11 @@ class NodeApi:
         return self._post(f"runs/{run_id}/barrier", {"attempt_id": attempt_id, "name": name},
                           retries=3)
 
+    def reference_slot(self, run_id: int, attempt_id: str, peer: str, seconds: float = 60,
+                       release: bool = False) -> dict[str, Any]:
+        return self._post(f"runs/{run_id}/reference-slot", {
+            "attempt_id": attempt_id, "peer": peer, "seconds": seconds, "release": release},
+            retries=3)
+
     def heartbeat(self) -> None:
         self._post("heartbeat")

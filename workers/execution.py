@@ -12,7 +12,7 @@ from typing import Any
 from benchmarks import runner
 from benchmarks.parsers import ParseError
 from benchmarks.probes import PROBES, ProbeContext, ProbeError
-from benchmarks.probes.base import Cancelled, MeshNode, Peer, no_barrier
+from benchmarks.probes.base import Cancelled, MeshNode, Peer, ReferenceSlots, no_barrier
 from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
 from benchmarks.sample import Sample
 from workers import inventory
@@ -63,6 +63,18 @@ class LeaseKeeper:
             else:
                 log.warning("lease renewal for run %s failed: %s", self.run_id, exc)
 
+    def waiting(self, note: str) -> None:
+        """Shown beside the step while the probe waits its turn (empty: no longer)."""
+        if self.lost:
+            raise Cancelled()
+        runner.check_time_limit()
+        if note == self.progress.get("waiting", ""):
+            return
+        self.progress = {k: v for k, v in self.progress.items() if k != "waiting"} | (
+            {"waiting": note} if note else {})
+        if time.monotonic() - self._last_sent > 0.5:
+            self._send()
+
     def report(self, probe: str, step: int, steps: int) -> None:
         if self.lost:
             raise Cancelled()
@@ -109,12 +121,48 @@ class Barrier:
             time.sleep(0.2)
 
 
+class PlatformSlots(ReferenceSlots):
+    """Reference turns from the platform (jobs.services.reference_slots), waiting shown in
+    the run's progress; the probe's time limit bounds the wait."""
+
+    POLL_S = 0.5
+
+    def __init__(self, api: NodeApi, run_id: int, attempt_id: str, keeper: LeaseKeeper) -> None:
+        self.api = api
+        self.run_id = run_id
+        self.attempt_id = attempt_id
+        self.keeper = keeper
+
+    def take(self, peer: str, seconds: float) -> float:
+        started = time.monotonic()
+        while True:
+            try:
+                state = self.api.reference_slot(self.run_id, self.attempt_id, peer, seconds)
+            except ApiError as exc:
+                if exc.status in (404, 409):
+                    raise Cancelled() from None
+                raise
+            if state["granted"]:
+                self.keeper.waiting("")
+                return time.monotonic() - started
+            self.keeper.waiting(f"waiting for {peer}: another node is testing against it")
+            time.sleep(self.POLL_S)
+
+    def give_back(self, peer: str) -> None:
+        try:
+            self.api.reference_slot(self.run_id, self.attempt_id, peer, release=True)
+        except ApiError as exc:  # the slot runs out by itself
+            log.warning("giving back %s for run %s failed: %s", peer, self.run_id, exc)
+
+
 def run_probes(spec: dict[str, Any], report: Any,
-               barrier: Callable[[str], None] = no_barrier) -> list[Sample]:
+               barrier: Callable[[str], None] = no_barrier,
+               references: ReferenceSlots | None = None) -> list[Sample]:
     ctx = ProbeContext(params=spec["params"], peers=[Peer.from_dict(p) for p in spec["peers"]],
                        report=report, mesh=[MeshNode.from_dict(n) for n in spec.get("mesh", [])],
                        node_rank=int(spec.get("node_rank", 0)),
-                       rendezvous=spec.get("rendezvous"), barrier=barrier)
+                       rendezvous=spec.get("rendezvous"), barrier=barrier,
+                       references=references or ReferenceSlots())
     samples: list[Sample] = []
     for name in spec["probes"]:
         probe = PROBES[name](ctx)
@@ -160,7 +208,8 @@ def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60) -> str:
         try:
             barrier = Barrier(api, run_id, attempt_id, float(spec["params"]["barrier_timeout"]),
                               keeper)
-            samples = run_probes(spec, keeper.report, barrier)
+            samples = run_probes(spec, keeper.report, barrier,
+                                 PlatformSlots(api, run_id, attempt_id, keeper))
             body = {"status": "succeeded", "samples": [s.as_dict() for s in samples]}
         except Cancelled as exc:
             log.info("run %s stopped: %s", run_id, exc)

@@ -18,12 +18,14 @@ from api.serializers import (
     BarrierRequestSerializer,
     BarrierStateSerializer,
     NodeSerializer,
+    ReferenceSlotRequestSerializer,
+    ReferenceSlotStateSerializer,
     RunProgressSerializer,
     RunResultSerializer,
     RunSpecSerializer,
 )
 from fleet.models import Node
-from jobs.services import lifecycle, observability
+from jobs.services import lifecycle, observability, reference_slots
 
 _Ack = inline_serializer("Ack", {"status": serializers.CharField()})
 
@@ -105,5 +107,26 @@ class BarrierView(NodeView):
             state = lifecycle.barrier(self.node, run_id, body.validated_data["attempt_id"],
                                       body.validated_data["name"])
         except lifecycle.LifecycleError as exc:
+            return error(str(exc), exc.status)
+        return Response(state.as_dict())
+
+
+class ReferenceSlotView(NodeView):
+    """The one-test-at-a-time slot of a reference endpoint's iperf3 server (jobs.services.
+    reference_slots): ask before each test, wait while another node's run holds it."""
+
+    @extend_schema(request=ReferenceSlotRequestSerializer,
+                   responses={200: ReferenceSlotStateSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        body = ReferenceSlotRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            if data["release"]:
+                reference_slots.give_back(self.node, run_id, data["attempt_id"], data["peer"])
+                return Response({"granted": False, "wait_s": 0.0})
+            state = reference_slots.take(self.node, run_id, data["attempt_id"], data["peer"],
+                                         data["seconds"])
+        except reference_slots.SlotError as exc:
             return error(str(exc), exc.status)
         return Response(state.as_dict())

@@ -78,6 +78,21 @@ def no_barrier(name: str) -> None:
     """A single-node run meets nobody."""
 
 
+class ReferenceSlots:
+    """Turns at a reference endpoint's iperf3 server, which serves one test at a time.
+
+    ``take`` returns once this run may start a test there (taking it again extends the
+    turn), ``give_back`` when its last test there is over. Without a platform (tests, a
+    command line), every turn is granted at once. Returns the seconds it waited.
+    """
+
+    def take(self, peer: str, seconds: float) -> float:
+        return 0.0
+
+    def give_back(self, peer: str) -> None:
+        return None
+
+
 @dataclass
 class ProbeContext:
     params: dict[str, float]
@@ -90,6 +105,7 @@ class ProbeContext:
     node_rank: int = 0
     rendezvous: dict[str, Any] | None = None
     barrier: Callable[[str], None] = no_barrier
+    references: ReferenceSlots = field(default_factory=ReferenceSlots)
 
     @property
     def multi_node(self) -> bool:

@@ -73,21 +73,31 @@ class NetworkProbe(Probe):
                     meta | {"tool": "tcp echo", "echo_port": peer.echo_port}))
             next_step()
             samples += route_samples(self.tracepath(peer), meta | {"tool": "tracepath"})
+            # The reference's iperf3 server is one node's at a time: the platform hands out
+            # turns, one per test, and the wait is kept with the figures.
+            waited = 0.0
             runs: dict[str, list[Iperf3Result]] = {}
-            for kind, reverse, streams in (("forward", False, 1), ("reverse", True, 1),
-                                           ("parallel", False, int(self.param("iperf3_parallel")))):
-                def measure(peer: Peer = peer, reverse: bool = reverse,
-                            streams: int = streams) -> Iperf3Result:
-                    next_step()
-                    return self.iperf3(peer, reverse=reverse, streams=streams)
+            try:
+                for kind, reverse, streams in (("forward", False, 1), ("reverse", True, 1),
+                                               ("parallel", False,
+                                                int(self.param("iperf3_parallel")))):
+                    def measure(peer: Peer = peer, reverse: bool = reverse,
+                                streams: int = streams) -> Iperf3Result:
+                        nonlocal waited
+                        next_step()
+                        waited += self.ctx.references.take(peer.name, self.test_seconds())
+                        return self.iperf3(peer, reverse=reverse, streams=streams)
 
-                runs[kind] = repeat_until_stable(measure, lambda r: r.receiver_bps, reps)
+                    runs[kind] = repeat_until_stable(measure, lambda r: r.receiver_bps, reps)
+            finally:
+                self.ctx.references.give_back(peer.name)
+            waits = {"reference_wait_s": round(waited, 1)}
             samples += iperf3_samples(runs["forward"], runs["reverse"],
-                                      meta | self.iperf3_params(runs["forward"][0]))
+                                      meta | self.iperf3_params(runs["forward"][0]) | waits)
             samples.append(summarise(
                 "network.tcp_throughput_parallel",
                 [r.receiver_bps / GBIT for r in runs["parallel"]],
-                meta | self.iperf3_params(runs["parallel"][0]) | cookies(runs["parallel"])))
+                meta | self.iperf3_params(runs["parallel"][0]) | cookies(runs["parallel"]) | waits))
         if rounds:
             self.ctx.barrier("network-start")  # every peer's iperf3 server is there
         for i, pairs in enumerate(rounds):
@@ -135,6 +145,10 @@ class NetworkProbe(Probe):
     def tracepath(self, peer: Peer) -> TracepathResult:
         result = runner.run(["tracepath", "-n", "-m", "30", "--", peer.host], timeout=90)
         return parse_tracepath(result.stdout)
+
+    def test_seconds(self) -> float:
+        """How long one iperf3 test may hold a reference's turn: with its busy retries."""
+        return self.param("iperf3_duration") + self.param("iperf3_omit") + 20
 
     def iperf3(self, peer: Peer, reverse: bool, streams: int = 1) -> Iperf3Result:
         duration = int(self.param("iperf3_duration"))

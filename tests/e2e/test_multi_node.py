@@ -48,6 +48,27 @@ def test_two_nodes_measure_the_link_between_them_both_ways(
         ("hz-1", "hz-2"), ("hz-2", "hz-1")}
 
 
+def test_three_nodes_of_one_region_share_its_reference_and_all_succeed(
+        live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
+        worker_factory: Any) -> None:
+    # On main: "iperf3 to reference:... failed: the server is busy running a test" once a
+    # node waited longer than its retries; the platform now hands out turns.
+    nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
+                        iperf3_port=free_port()) for i in (1, 2, 3)]
+    for n in nodes:
+        worker_factory(n.config_path, f"w-ref-{n.node.name}")
+    job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network",
+                               QUICK | {"iperf3_duration": 2, "repetitions": 2})
+    wait_for(lambda: finished(job), 240, "the three runs to finish")
+    waits = []
+    for run in Run.objects.filter(job=job):
+        assert run.status == "succeeded", run.error
+        forward = run.samples.get(metric="network.tcp_throughput",
+                                  metadata__peer="reference:hangzhou:ref1")
+        waits.append(forward.metadata["reference_wait_s"])
+    assert max(waits) > 1.0, waits  # someone waited for a turn instead of failing
+
+
 def test_a_node_that_never_arrives_fails_the_job_with_its_name(
         live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
         worker_factory: Any) -> None:

@@ -150,7 +150,8 @@ def _progress(run: dict[str, Any]) -> str:
     p = run.get("progress") or {}
     if run["status"] != "running" or not p:
         return ""
-    return f"[{p.get('probe')} {p.get('step')}/{p.get('steps')}]"
+    waiting = f" {p['waiting']}" if p.get("waiting") else ""
+    return f"[{p.get('probe')} {p.get('step')}/{p.get('steps')}{waiting}]"
 
 
 def worst(samples: list[dict[str, Any]], metric: str) -> float | None:

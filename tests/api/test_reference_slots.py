@@ -1,0 +1,45 @@
+"""Reference endpoints are handed out one test at a time (jobs.services.reference_slots)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.models import Run
+from jobs.services import lifecycle, submission
+
+
+def ask(node: Any, run: Run, attempt: Any, peer: str = "reference:hangzhou:ref1",
+        **extra: Any) -> Any:
+    return node.client().post(f"/api/v1/node/runs/{run.pk}/reference-slot",
+                              {"attempt_id": str(attempt), "peer": peer, "seconds": 30} | extra,
+                              format="json")
+
+
+def test_one_run_at_a_time_tests_against_a_reference(buyer: Any, enrol_node: Any,
+                                                     reference_endpoint: Any) -> None:
+    a, b = enrol_node("hz-1"), enrol_node("hz-2")
+    job, _ = submission.submit(buyer.user, [a.node.pk, b.node.pk], "network")
+    run_a, run_b = job.runs.get(node=a.node), job.runs.get(node=b.node)
+    claim_a, claim_b = lifecycle.claim(a.node, run_a.pk), lifecycle.claim(b.node, run_b.pk)
+    assert ask(a, run_a, claim_a.attempt.id).json() == {"granted": True, "wait_s": 0.0}
+    waiting = ask(b, run_b, claim_b.attempt.id).json()
+    assert waiting["granted"] is False and 25 < waiting["wait_s"] <= 30
+    assert ask(a, run_a, claim_a.attempt.id).json()["granted"]  # asking again extends it
+    ask(a, run_a, claim_a.attempt.id, release=True)
+    assert ask(b, run_b, claim_b.attempt.id).json()["granted"]
+    # A holder whose run finished holds nothing.
+    lifecycle.finish(b.node, run_b.pk, claim_b.attempt.id, False, [], "gave up", {})
+    assert ask(a, run_a, claim_a.attempt.id).json()["granted"]
+
+
+def test_a_slot_is_asked_for_by_the_current_attempt_of_a_known_reference(
+        buyer: Any, enrol_node: Any, reference_endpoint: Any) -> None:
+    a, b = enrol_node("hz-1"), enrol_node("hz-2")
+    job, _ = submission.submit(buyer.user, [a.node.pk], "network")
+    run = job.runs.get()
+    claim = lifecycle.claim(a.node, run.pk)
+    unknown = ask(a, run, claim.attempt.id, peer="reference:shenzhen:elsewhere")
+    assert unknown.status_code == 400 and "not one of this node's reference" in unknown.json()["detail"]
+    assert ask(b, run, claim.attempt.id).status_code == 409  # another node's run
+    too_long = ask(a, run, claim.attempt.id, seconds=10_000)
+    assert too_long.status_code == 400 and "seconds" in too_long.json()["errors"]
