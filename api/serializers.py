@@ -18,7 +18,7 @@ from benchmarks.suites import (
 )
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, ClusterResult, Run, Sample
-from jobs.services import intake
+from jobs.services import intake, multi_node
 from leaderboard.services import clusters
 from leaderboard.services.links import link_data
 
@@ -158,8 +158,8 @@ class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
                 "slowest_link_gbps": result.slowest_link_gbps,
                 "note": "" if result.offer else "mixes providers, regions or GPU models: "
                                                 "shown to you, ranked on no cluster board",
-                "diagnosis": [f.__dict__ for f in clusters.diagnose(result, list(
-                    job.links.select_related("source", "target")))]}
+                "diagnosis": [f.__dict__ for f in clusters.diagnose(result, multi_node.links_of(
+                    job.pk, list(result.nodes.values_list("pk", flat=True))))]}
 
     def get_url(self, job: BenchmarkJob) -> str:
         path = reverse("benchmark-detail", args=[job.pk])

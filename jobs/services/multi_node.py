@@ -104,7 +104,7 @@ def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
     providers = {n.provider_id for n in nodes}
     regions = {n.region_id for n in nodes}
     models = {n.gpu_model for n in nodes}
-    links = LinkResult.objects.filter(job=job).values_list("throughput_gbps", flat=True)
+    links = [li.throughput_gbps for li in links_of(job.pk, [n.pk for n in nodes])]
     cluster, _ = ClusterResult.objects.update_or_create(job=job, defaults={
         "key": ",".join(str(i) for i in sorted(n.pk for n in nodes)), "size": len(nodes),
         "provider_id": next(iter(providers)) if len(providers) == 1 else None,
@@ -116,3 +116,16 @@ def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
         "slowest_link_gbps": min((v for v in links if v is not None), default=None),
         "measured_at": max(r.finished_at or timezone.now() for r in succeeded)})
     cluster.nodes.set(nodes)
+
+
+def links_of(job_id: int, node_ids: list[int]) -> list[LinkResult]:
+    """A cluster's links: those its own job measured, else (a training-only job) the latest
+    measured between its nodes in any job."""
+    own = list(LinkResult.objects.filter(job_id=job_id).select_related("source", "target"))
+    if own:
+        return own
+    latest: dict[tuple[int, int], LinkResult] = {}
+    for link in (LinkResult.objects.filter(source_id__in=node_ids, target_id__in=node_ids)
+                 .select_related("source", "target").order_by("-measured_at", "-id")[:10_000]):
+        latest.setdefault((link.source_id, link.target_id), link)
+    return list(latest.values())

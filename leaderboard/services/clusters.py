@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from benchmarks import metrics
 from jobs.models import ClusterResult, LinkResult
+from jobs.services import multi_node
 from leaderboard.services.diagnosis import Finding
 
 DEFAULT_METRIC = "training.samples_per_s"
@@ -93,8 +94,8 @@ def entry(result: ClusterResult) -> ClusterEntry:
     throughput = result.figures.get("training.samples_per_s", {}).get("value")
     return ClusterEntry(0, result, price,
                         round(price / throughput, 4) if price and throughput else None,
-                        diagnose(result, list(LinkResult.objects.filter(job_id=result.job_id)
-                                              .select_related("source", "target"))))
+                        diagnose(result, multi_node.links_of(result.job_id,
+                                                             [n.pk for n in nodes])))
 
 
 def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:

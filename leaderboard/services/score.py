@@ -31,10 +31,11 @@ class Part:
 
 
 PARTS = [
-    Part("bandwidth", ("network.internode_throughput", "network.tcp_throughput"),
+    # A node's own figures only: its links and clusters are judged on their own boards.
+    Part("bandwidth", ("network.tcp_throughput",),
          link_classes.floor(10.0), True,
          "a 10 GbE link between nodes for distributed training (9 Gbit/s measured)"),
-    Part("latency", ("network.internode_rtt", "network.tcp_rtt", "network.icmp_rtt_avg"), 5.0,
+    Part("latency", ("network.tcp_rtt", "network.icmp_rtt_avg"), 5.0,
          False, "RTT under 5 ms is good; over 10 ms needs a better path"),
     Part("busbw", ("training.allreduce_busbw",), 1.25, True,
          "all-reduce bus bandwidth at 10 Gbit/s line rate (1.25 GB/s)"),

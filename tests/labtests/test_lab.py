@@ -15,12 +15,13 @@ import pytest
 from certification.models import CertificationRequest
 from certification.services import evaluation as certification
 from certification.services import signing
-from fleet.models import Provider, ReferenceEndpoint, Region
+from fleet.models import Provider, Region
 from jobs.models import Run
 from jobs.services import submission
 from tests.lab import netlab
 from tests.lab.procs import REPO, wait_for
 from tests.lab.stack import LabStack
+from tests.labtests.labs import lab_of
 
 pytestmark = [
     pytest.mark.slow,
@@ -33,27 +34,11 @@ DELAY_MS = 5.0
 
 def two_host_lab(live_server: Any, private_redis: Any, provider: Provider, provider_owner: Any,
                  tmp_path: Path, rate_mbit: float, delay_ms: float) -> Iterator[LabStack]:
-    spec = netlab.LabSpec.from_dict({"name": "t1", "hosts": [
+    yield from lab_of({"name": "t1", "hosts": [
         {"name": "n1", "kind": "node", "region": "hangzhou", "provider": provider.name,
          "rate_mbit": rate_mbit, "delay_ms": delay_ms},
-        {"name": "ref", "kind": "reference", "region": "hangzhou"}]})
-    stack = LabStack(netlab.NetLab(spec), tmp_path, int(live_server.url.rsplit(":", 1)[1]),
-                     private_redis.port)
-    try:
-        stack.up()
-        stack.enrol_nodes(live_server.url, lambda name, kind: (provider.pk, provider_owner.token))
-
-        def register(region: str, name: str, host: str, iperf3_port: int, echo_port: int,
-                     node_id: int | None, report_log: str, echo_log: str) -> None:
-            ReferenceEndpoint.objects.create(region=Region.objects.get(code=region), name=name,
-                                             host=host, iperf3_port=iperf3_port,
-                                             echo_port=echo_port, node_id=node_id,
-                                             report_log=report_log, echo_log=echo_log)
-
-        stack.register_references(register)
-        yield stack
-    finally:
-        stack.down()
+        {"name": "ref", "kind": "reference", "region": "hangzhou"}]},
+        live_server, private_redis, provider_owner, tmp_path)
 
 
 @pytest.fixture

@@ -1,0 +1,96 @@
+"""Links and clusters on shaped links (#15): real namespaces, tbf, node workers, iperf3, DDP.
+
+Three 200 Mbit/s nodes and a 50 Mbit/s one of the same provider, one reference. Every job
+uses the published quick profile, so its figures rank.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobs.models import ClusterResult, LinkResult, Run
+from jobs.services import submission
+from leaderboard.models import LatestResult
+from tests.lab.procs import wait_for
+from tests.lab.stack import LabStack
+from tests.labtests.labs import lab_of
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ip netns, tc)"),
+]
+
+FAST, SLOW = 200, 50  # Mbit/s
+
+
+@pytest.fixture
+def lab(live_server: Any, private_redis: Any, provider: Any, provider_owner: Any, hangzhou: Any,
+        tmp_path: Path) -> Iterator[LabStack]:
+    node = {"kind": "node", "region": "hangzhou", "provider": provider.name}
+    yield from lab_of({"name": "lc", "hosts": [
+        node | {"name": "f1", "rate_mbit": FAST}, node | {"name": "f2", "rate_mbit": FAST},
+        node | {"name": "f3", "rate_mbit": FAST}, node | {"name": "s1", "rate_mbit": SLOW},
+        {"name": "ref", "kind": "reference", "region": "hangzhou"}]},
+        live_server, private_redis, provider_owner, tmp_path)
+
+
+def run_job(buyer: Any, lab: LabStack, names: list[str], suite: str) -> Any:
+    job, _ = submission.submit(buyer.user, [lab.nodes[n].node_id for n in names], suite,
+                               profile="quick")
+    wait_for(lambda: not Run.objects.filter(job=job, status__in=["queued", "running"]).exists(),
+             600, f"the {suite} job on {names}", interval=1.0)
+    for run in Run.objects.filter(job=job):
+        assert run.status == "succeeded", (run.node.name, run.error)
+    return job
+
+
+def links(job: Any) -> dict[tuple[str, str], LinkResult]:
+    wait_for(lambda: LinkResult.objects.filter(job=job).exists(), 30, "the link results")
+    return {(li.source.name, li.target.name): li
+            for li in LinkResult.objects.filter(job=job).select_related("source", "target")}
+
+
+def board_value(node_id: int) -> float:
+    return LatestResult.objects.get(node_id=node_id, metric="network.tcp_throughput",
+                                    profile="quick", evidence=LatestResult.VERIFIED).value
+
+
+def test_links_and_clusters_on_shaped_links(lab: LabStack, buyer: Any) -> None:
+    f1 = lab.nodes["f1"].node_id
+    # Three nodes of one region at once: all get their turn at the one reference.
+    trio = run_job(buyer, lab, ["f1", "f2", "f3"], "network")
+    fast_links = links(trio)
+    before = board_value(f1)
+    # The fast node beside the slow one: its own figure and its links to its twins stay.
+    mixed = run_job(buyer, lab, ["f1", "s1"], "network")
+    slow_links = links(mixed)
+    after = board_value(f1)
+    print(f"\nf1 to the reference: {before:.4f} Gbit/s before, {after:.4f} after the slow job")
+    for (a, b), li in sorted((fast_links | slow_links).items()):
+        print(f"{a} -> {b}: {li.throughput_gbps:.4f} Gbit/s (sender {li.sender_gbps:.4f}, "
+              f"receiver {li.receiver_gbps}, confirmed {li.confirmed}), RTT {li.rtt_ms} ms")
+    assert after == pytest.approx(FAST / 1000, rel=0.05) and before == pytest.approx(FAST / 1000, rel=0.05)
+    assert not LatestResult.objects.filter(metric__startswith="network.internode").exists()
+    assert len(fast_links) == 6 and len(slow_links) == 2
+    for (a, b), li in (fast_links | slow_links).items():
+        shaped = (SLOW if "s1" in (a, b) else FAST) / 1000
+        assert li.confirmed, (a, b, li.sender_gbps, li.receiver_gbps)
+        assert li.throughput_gbps == pytest.approx(shaped, rel=0.05), (a, b)
+    # Two 3-node clusters of one provider: the one with the slow node ranks second, named.
+    run_job(buyer, lab, ["f1", "f2", "f3"], "training")
+    run_job(buyer, lab, ["f1", "f2", "s1"], "training")
+    wait_for(lambda: ClusterResult.objects.count() == 2, 30, "the cluster results")
+    board = buyer.client().get("/api/v1/clusters?size=3").json()["results"]
+    for row in board:
+        print(f"#{row['rank']} {row['name']} {[n['name'] for n in row['nodes']]}: "
+              f"{row['samples_per_s']} samples/s, slowest link {row['slowest_link_gbps']} Gbit/s, "
+              f"{[f['verdict'] for f in row['diagnosis']]}")
+    assert [sorted(n["name"] for n in r["nodes"]) for r in board] == [["f1", "f2", "f3"],
+                                                                      ["f1", "f2", "s1"]]
+    assert any(f["code"] == "slow-node" and f["verdict"].startswith("s1:")
+               for f in board[1]["diagnosis"])
