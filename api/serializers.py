@@ -480,6 +480,10 @@ class LinkMatrixSerializer(serializers.Serializer[Any]):
     diagnosis = FindingSerializer(many=True)
 
 
+class LinkHistorySerializer(serializers.Serializer[Any]):
+    results = LinkSerializer(many=True)
+
+
 class RegionPathSerializer(serializers.Serializer[Any]):
     from_region = serializers.CharField()
     to_region = serializers.CharField()

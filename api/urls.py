@@ -34,6 +34,7 @@ urlpatterns = [
     path("leaderboard/providers", leaderboard.ProviderView.as_view(), name="leaderboard-providers"),
     path("clusters", clusters.ClusterBoardView.as_view(), name="cluster-board"),
     path("links", clusters.LinkMatrixView.as_view(), name="link-matrix"),
+    path("links/history", clusters.LinkHistoryView.as_view(), name="link-history"),
     path("regions/paths", clusters.RegionPathsView.as_view(), name="region-paths"),
     path("nodes/<int:node_id>/history", leaderboard.NodeHistoryView.as_view(), name="node-history"),
     path("nodes/<int:node_id>/report", leaderboard.NodeReportView.as_view(), name="node-report"),

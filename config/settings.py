@@ -75,6 +75,9 @@ if PRODUCTION:
 # /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open in
 # development and closed (403) in production.
 METRICS_TOKEN = env("METRICS_TOKEN", "") or ""
+# A run may keep a reference endpoint's iperf3 turn this long while other nodes wait
+# (jobs.services.reference_slots); the default profile's tests take about two minutes.
+REFERENCE_MAX_HOLD_SECONDS = int(env("REFERENCE_MAX_HOLD_SECONDS", "600") or 600)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

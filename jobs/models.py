@@ -203,3 +203,18 @@ class ReferenceSlot(models.Model):
                                     related_name="+")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     expires_at = models.DateTimeField()
+    taken_at = models.DateTimeField()  # when this run's hold began (asking again extends it)
+
+
+class ReferenceQueue(models.Model):
+    """A run waiting for a reference's turn: served first come, first served."""
+
+    endpoint = models.ForeignKey("fleet.ReferenceEndpoint", on_delete=models.CASCADE,
+                                 related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    first_asked_at = models.DateTimeField()
+    last_asked_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "run"],
+                                               name="one_place_per_run_in_a_reference_queue")]

@@ -141,6 +141,8 @@ class PlatformSlots(ReferenceSlots):
             except ApiError as exc:
                 if exc.status in (404, 409):
                     raise Cancelled() from None
+                if exc.status == 429:  # held it too long while others waited
+                    raise ProbeError(f"{peer}: {exc}") from None
                 raise
             if state["granted"]:
                 self.keeper.waiting("")

@@ -13,7 +13,12 @@ from rest_framework.views import APIView
 from api.errors import error
 from api.permissions import current_user
 from api.renderers import CSVRenderer
-from api.serializers import ClusterBoardSerializer, LinkMatrixSerializer, RegionPathPageSerializer
+from api.serializers import (
+    ClusterBoardSerializer,
+    LinkHistorySerializer,
+    LinkMatrixSerializer,
+    RegionPathPageSerializer,
+)
 from benchmarks import metrics
 from jobs.models import BenchmarkJob
 from leaderboard.services import clusters, links
@@ -97,3 +102,18 @@ class RegionPathsView(APIView):
     @extend_schema(parameters=[FORMAT], responses={200: RegionPathPageSerializer})
     def get(self, request: Request) -> Response:
         return Response({"results": [p.__dict__ for p in links.region_paths()]})
+
+
+class LinkHistoryView(APIView):
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(parameters=[OpenApiParameter("from_node", int, required=True),
+                               OpenApiParameter("to_node", int, required=True), FORMAT],
+                   responses={200: LinkHistorySerializer})
+    def get(self, request: Request) -> Response:
+        ends = {name: request.query_params.get(name) or "" for name in ("from_node", "to_node")}
+        bad = {k: f"{k} must be a node id" for k, v in ends.items() if not v.isdigit()}
+        if bad:
+            return error("give from_node and to_node: the link's sender and receiver", 400, bad)
+        return Response({"results": [links.link_data(li) for li in links.history(
+            int(ends["from_node"]), int(ends["to_node"]))]})

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from fleet.models import Node
-from jobs.models import ReferenceSlot, Run
+from jobs.models import ReferenceQueue, ReferenceSlot, Run
 from jobs.services import evidence
 
 MAX_SECONDS = 300  # one ask holds the slot at most this long; a longer test asks again
+QUEUE_STALE_S = 10.0  # a waiting run asks every half second; one that stopped has left
 
 
 class SlotError(Exception):
@@ -40,31 +42,72 @@ class SlotState:
 
 
 _TAKE_SQL = """
-INSERT INTO jobs_referenceslot (endpoint_id, run_id, expires_at) VALUES (%(endpoint)s, %(run)s, %(until)s)
-ON CONFLICT (endpoint_id) DO UPDATE SET run_id = EXCLUDED.run_id, expires_at = EXCLUDED.expires_at
+INSERT INTO jobs_referenceslot (endpoint_id, run_id, expires_at, taken_at)
+VALUES (%(endpoint)s, %(run)s, %(until)s, %(now)s)
+ON CONFLICT (endpoint_id) DO UPDATE SET
+    expires_at = EXCLUDED.expires_at,
+    taken_at = CASE WHEN jobs_referenceslot.run_id = EXCLUDED.run_id
+                    THEN jobs_referenceslot.taken_at ELSE EXCLUDED.taken_at END,
+    run_id = EXCLUDED.run_id
 WHERE jobs_referenceslot.run_id = EXCLUDED.run_id OR jobs_referenceslot.expires_at < %(now)s
    OR jobs_referenceslot.run_id IN (SELECT id FROM jobs_run WHERE status <> 'running')
-RETURNING run_id
+RETURNING run_id, taken_at
 """
 
 
 def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: float) -> SlotState:
-    """The slot of the node's reference ``peer`` for ``seconds``, or how long to wait."""
+    """The slot of the node's reference ``peer`` for ``seconds``, or how long to wait.
+
+    Waiting runs are served in the order they first asked (a host that asks faster does
+    not jump the queue); a run that has held the slot for REFERENCE_MAX_HOLD_SECONDS while
+    others wait must let go (429), so no host can keep a region's reference to itself.
+    """
     endpoint = _endpoint(node, run_id, attempt_id, peer)
     now = timezone.now()
     until = now + timedelta(seconds=max(1.0, min(float(seconds), MAX_SECONDS)))
+    held = ReferenceSlot.objects.filter(endpoint_id=endpoint).first()
+    mine = held is not None and held.run_id == run_id and held.expires_at >= now
+    if not mine:
+        queued, _ = ReferenceQueue.objects.get_or_create(
+            endpoint_id=endpoint, run_id=run_id, defaults={"first_asked_at": now,
+                                                           "last_asked_at": now})
+        ReferenceQueue.objects.filter(pk=queued.pk).update(last_asked_at=now)
+        if _first_in_line(endpoint, now) != run_id:
+            return _wait(held, now)
+    elif held is not None and _first_in_line(endpoint, now, excluding=run_id) is not None and (
+            now - held.taken_at).total_seconds() > settings.REFERENCE_MAX_HOLD_SECONDS:
+        raise SlotError(f"this run has held {peer} for more than "
+                        f"{settings.REFERENCE_MAX_HOLD_SECONDS} s while other nodes wait; "
+                        "give it back and ask again", 429)
     with connection.cursor() as cursor:
         cursor.execute(_TAKE_SQL, {"endpoint": endpoint, "run": run_id, "until": until, "now": now})
         won = cursor.fetchone()
-    if won is not None:
-        return SlotState(True, 0.0)
-    held = ReferenceSlot.objects.filter(endpoint_id=endpoint).values_list("expires_at", flat=True)
-    return SlotState(False, max(0.0, (held[0] - now).total_seconds()) if held else 0.0)
+    if won is None:
+        return _wait(ReferenceSlot.objects.filter(endpoint_id=endpoint).first(), now)
+    ReferenceQueue.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
+    return SlotState(True, 0.0)
+
+
+def _first_in_line(endpoint: int, now: datetime, excluding: int | None = None) -> int | None:
+    """The run that has waited longest and still asks (a run that stopped asking, or
+    finished, has left the queue)."""
+    line = (ReferenceQueue.objects.filter(endpoint_id=endpoint, run__status=Run.Status.RUNNING,
+                                          last_asked_at__gte=now - timedelta(seconds=QUEUE_STALE_S))
+            .order_by("first_asked_at", "run_id"))
+    if excluding is not None:
+        line = line.exclude(run_id=excluding)
+    first = line.values_list("run_id", flat=True).first()
+    return int(first) if first is not None else None
+
+
+def _wait(held: ReferenceSlot | None, now: datetime) -> SlotState:
+    return SlotState(False, max(0.0, (held.expires_at - now).total_seconds()) if held else 0.0)
 
 
 def give_back(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> None:
     endpoint = _endpoint(node, run_id, attempt_id, peer)
     ReferenceSlot.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
+    ReferenceQueue.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
 
 
 def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> int:

@@ -84,6 +84,14 @@ def neighbourhood(node_id: int, jobs: int = 5) -> list[LinkResult]:
     return sorted(newest.values(), key=lambda li: (li.source.name, li.target.name))
 
 
+def history(source_id: int, target_id: int, limit: int = 500) -> list[LinkResult]:
+    """Every ranked test of one direction of one link, oldest first: links keep history as
+    nodes do."""
+    rows = (LinkResult.objects.filter(source_id=source_id, target_id=target_id, ranked=True)
+            .select_related("source", "target").order_by("-measured_at", "-id")[:limit])
+    return list(reversed(rows))
+
+
 def matrix(links: list[LinkResult]) -> dict[str, Any]:
     """Nodes (rows and columns, by name) and one cell per measured ordered pair."""
     nodes: dict[int, Node] = {}

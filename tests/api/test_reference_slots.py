@@ -43,3 +43,30 @@ def test_a_slot_is_asked_for_by_the_current_attempt_of_a_known_reference(
     assert ask(b, run, claim.attempt.id).status_code == 409  # another node's run
     too_long = ask(a, run, claim.attempt.id, seconds=10_000)
     assert too_long.status_code == 400 and "seconds" in too_long.json()["errors"]
+
+
+def test_waiting_nodes_are_served_in_turn_and_none_keeps_the_reference(
+        buyer: Any, enrol_node: Any, reference_endpoint: Any, settings: Any) -> None:
+    # A host that asks a hundred times a second does not jump the queue, and one that holds
+    # the reference past REFERENCE_MAX_HOLD_SECONDS while others wait must let go.
+    a, b, c = enrol_node("hz-1"), enrol_node("hz-2"), enrol_node("hz-greedy")
+    job, _ = submission.submit(buyer.user, [a.node.pk, b.node.pk, c.node.pk], "network")
+    runs = {e.node.name: (e, job.runs.get(node=e.node)) for e in (a, b, c)}
+    claims = {name: lifecycle.claim(e.node, run.pk) for name, (e, run) in runs.items()}
+
+    def asks(name: str, **extra: Any) -> Any:
+        e, run = runs[name]
+        return ask(e, run, claims[name].attempt.id, **extra)
+
+    assert asks("hz-1").json()["granted"]
+    assert not asks("hz-2").json()["granted"]  # first in line
+    for _ in range(20):
+        assert not asks("hz-greedy").json()["granted"]
+    asks("hz-1", release=True)
+    assert not asks("hz-greedy").json()["granted"]  # hz-2 asked first
+    assert asks("hz-2").json()["granted"]
+    settings.REFERENCE_MAX_HOLD_SECONDS = 0
+    refused = asks("hz-2")
+    assert refused.status_code == 429 and "while other nodes wait" in refused.json()["detail"]
+    asks("hz-2", release=True)
+    assert asks("hz-greedy").json()["granted"]

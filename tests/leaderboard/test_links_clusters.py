@@ -96,6 +96,11 @@ def test_a_fast_node_keeps_its_own_figures_beside_a_slow_one(
     assert pairs == {("hz-fast", "hz-twin"): 3.83, ("hz-twin", "hz-fast"): 3.83,
                      ("hz-fast", "sz-slow"): 0.14, ("sz-slow", "hz-fast"): 0.15}
     assert all(li["confirmed"] for li in matrix["results"])
+    # Links keep history, per direction.
+    again = buyer.client().get(f"/api/v1/links/history?from_node={fast.node.pk}"
+                               f"&to_node={slow.node.pk}").json()["results"]
+    assert [li["throughput_gbps"] for li in again] == [0.14]
+    assert buyer.client().get("/api/v1/links/history?from_node=x").status_code == 400
 
 
 def test_a_link_is_confirmed_only_when_the_receiver_counted_the_same(
