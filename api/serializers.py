@@ -246,6 +246,8 @@ class BarrierStateSerializer(serializers.Serializer[Any]):
     ready = serializers.BooleanField()
     waiting_for = serializers.ListField(child=serializers.CharField())
     broken = serializers.CharField(allow_blank=True)
+    activity = serializers.CharField(allow_blank=True, required=False,
+                                     help_text="changes while any run of the job makes progress")
 
 
 class ScoreSerializer(serializers.Serializer[Any]):

@@ -47,6 +47,14 @@ def time_limit(seconds: float) -> Iterator[None]:
         _deadline = previous
 
 
+def extend_time_limit(seconds: float) -> None:
+    """Move the current probe's deadline by ``seconds``: time it spent waiting its turn at
+    a shared resource (a reference endpoint) is not time it ran."""
+    global _deadline
+    if _deadline is not None and seconds > 0:
+        _deadline = (_deadline[0] + seconds, _deadline[1])
+
+
 def check_time_limit() -> None:
     """Raise ProbeTimeLimit when the current probe's time limit has passed."""
     if _deadline is not None and time.monotonic() >= _deadline[0]:

@@ -102,6 +102,7 @@ class Barrier:
 
     def __call__(self, name: str) -> None:
         deadline = time.monotonic() + self.timeout
+        activity = None
         while True:
             try:
                 state = self.api.barrier(self.run_id, self.attempt_id, name)
@@ -115,6 +116,11 @@ class Barrier:
                 raise ProbeError(f"stopped at {name}: {state['broken']}")
             if self.keeper.lost:
                 raise Cancelled()
+            if state.get("activity") != activity:
+                # The others are still busy (waiting their turn at a reference, say): the
+                # timeout is for a node that stopped moving, not for a slow one.
+                activity = state.get("activity")
+                deadline = time.monotonic() + self.timeout
             if time.monotonic() > deadline:
                 raise ProbeError(f"gave up after {self.timeout:g} s waiting at {name} for "
                                  f"node(s) {', '.join(state['waiting_for'])}, which never arrived")

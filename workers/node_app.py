@@ -86,6 +86,7 @@ def start_iperf3_server(config: NodeConfig) -> subprocess.Popen[bytes] | None:
     sends it, which the network probe reports beside the sender's (both ends of a link)."""
     log_path = served_log(config.address, config.iperf3_port)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.unlink(missing_ok=True)  # a run reads only what it served; no log without end
     argv = ["iperf3", "-s", "-B", config.address, "-p", str(config.iperf3_port), "-J",
             "--logfile", str(log_path)]
     try:

@@ -74,23 +74,26 @@ class NetworkProbe(Probe):
             next_step()
             samples += route_samples(self.tracepath(peer), meta | {"tool": "tracepath"})
             # The reference's iperf3 server is one node's at a time: the platform hands out
-            # turns, one per test, and the wait is kept with the figures.
+            # turns, one per test, so nodes measured at once take turns test by test and
+            # reach the node-to-node stage together. The wait is kept with the figures, and
+            # is not counted against the probe's time limit.
             waited = 0.0
             runs: dict[str, list[Iperf3Result]] = {}
-            try:
-                for kind, reverse, streams in (("forward", False, 1), ("reverse", True, 1),
-                                               ("parallel", False,
-                                                int(self.param("iperf3_parallel")))):
-                    def measure(peer: Peer = peer, reverse: bool = reverse,
-                                streams: int = streams) -> Iperf3Result:
-                        nonlocal waited
-                        next_step()
-                        waited += self.ctx.references.take(peer.name, self.test_seconds())
+            for kind, reverse, streams in (("forward", False, 1), ("reverse", True, 1),
+                                           ("parallel", False, int(self.param("iperf3_parallel")))):
+                def measure(peer: Peer = peer, reverse: bool = reverse,
+                            streams: int = streams) -> Iperf3Result:
+                    nonlocal waited
+                    next_step()
+                    wait = self.ctx.references.take(peer.name, self.test_seconds())
+                    runner.extend_time_limit(wait)
+                    waited += wait
+                    try:
                         return self.iperf3(peer, reverse=reverse, streams=streams)
+                    finally:
+                        self.ctx.references.give_back(peer.name)
 
-                    runs[kind] = repeat_until_stable(measure, lambda r: r.receiver_bps, reps)
-            finally:
-                self.ctx.references.give_back(peer.name)
+                runs[kind] = repeat_until_stable(measure, lambda r: r.receiver_bps, reps)
             waits = {"reference_wait_s": round(waited, 1)}
             samples += iperf3_samples(runs["forward"], runs["reverse"],
                                       meta | self.iperf3_params(runs["forward"][0]) | waits)

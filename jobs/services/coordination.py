@@ -3,6 +3,8 @@ barriers where every node waits for the others (benchmarks.schedule says who tes
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +44,11 @@ class BarrierState:
     ready: bool
     waiting_for: list[str]
     broken: str = ""
+    activity: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ready": self.ready, "waiting_for": self.waiting_for, "broken": self.broken}
+        return {"ready": self.ready, "waiting_for": self.waiting_for, "broken": self.broken,
+                "activity": self.activity}
 
 
 def name_error(job: BenchmarkJob, name: str) -> str | None:
@@ -78,4 +82,12 @@ def arrive(run: Run, name: str) -> BarrierState:
     arrived = set(BarrierArrival.objects.filter(run__job=run.job, name=name)
                   .values_list("run_id", flat=True))
     waiting = [r.node.name for r in runs if r.pk not in arrived]
-    return BarrierState(not waiting, waiting)
+    return BarrierState(not waiting, waiting, activity=activity(runs))
+
+
+def activity(runs: list[Run]) -> str:
+    """Changes whenever any run of the job reports progress: a node waiting at a barrier
+    waits on while the others are busy (at a shared reference, say), and gives up only on
+    a node that stopped moving."""
+    state = json.dumps([(r.pk, r.status, r.progress) for r in runs], sort_keys=True, default=str)
+    return hashlib.sha256(state.encode()).hexdigest()[:16]

@@ -212,3 +212,11 @@ def test_a_host_cannot_make_up_barriers(buyer: Any, enrol_node: Any) -> None:
         response = wait_at(made_up)
         assert response.status_code == 400 and "no barrier" in response.json()["detail"]
     assert BarrierArrival.objects.filter(run=run).count() == 2
+    # The state says whether the others still move: a node busy elsewhere (its turn at a
+    # reference) is waited for; one whose progress stopped is given up on after the timeout.
+    still = wait_at("network-start").json()["activity"]
+    assert wait_at("network-start").json()["activity"] == still
+    other = job.runs.get(node=b.node)
+    lifecycle.claim(b.node, other.pk)
+    moved = wait_at("network-start").json()["activity"]
+    assert moved != still
