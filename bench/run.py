@@ -302,36 +302,42 @@ def seed_scale(database_url: str, nodes: int, samples: int) -> None:
         owner = one(cur)
         cur.execute("SELECT coalesce(max(id), 0) FROM fleet_node")
         base = one(cur) + 1000
+        # Every NOT NULL column is named: Django's field defaults are not database defaults.
         with cur.copy("COPY fleet_node (id, provider_id, region_id, name, status, key_prefix, key_hash,"
-                      " broker_user, enrolled_at, revoked_reason, inventory, address, iperf3_port,"
-                      " gpu_model) FROM STDIN") as copy:
+                      " broker_user, broker_suspended_reason, enrolled_at, revoked_reason, inventory,"
+                      " enrolled_nic_mbps, address, iperf3_port, gpu_model) FROM STDIN") as copy:
             for i in range(nodes):
                 copy.write_row((base + i, provider, region, f"scale-{i}", "active", f"s{base + i:011d}",
-                                "x" * 64, "", "2026-11-01T00:00:00Z", "", "{}", "", 5201, "none"))
+                                "x" * 64, "", "", "2026-11-01T00:00:00Z", "", "{}", "[]", "", 5201,
+                                "none"))
         cur.execute("INSERT INTO jobs_benchmarkjob (owner_id, suite, profile, params, created_at,"
-                    " idempotency_key, request_digest) VALUES (%s, 'network', 'default', '{}', now(),"
-                    " '', '') RETURNING id", (owner,))
+                    " idempotency_key, request_digest, node_count) VALUES (%s, 'network', 'default',"
+                    " '{}', now(), '', '', 1) RETURNING id", (owner,))
         job = one(cur)
         with cur.copy("COPY jobs_run (job_id, node_id, status, progress, error, attempts, queued_at,"
-                      " finished_at, inventory) FROM STDIN") as copy:
+                      " finished_at, inventory, ranked, requested_by) FROM STDIN") as copy:
             for i in range(nodes):
                 copy.write_row((job, base + i, "succeeded", "{}", "", 1, "2026-11-01T00:00:00Z",
-                                "2026-11-01T00:10:00Z", "{}"))
+                                "2026-11-01T00:10:00Z", "{}", True, "buyer"))
         cur.execute("SELECT id, node_id FROM jobs_run WHERE job_id=%s", (job,))
         runs = cur.fetchall()
         per_run = samples // len(runs)
-        with cur.copy("COPY jobs_sample (run_id, metric, value, unit, n, metadata, created_at)"
-                      " FROM STDIN") as copy:
+        with cur.copy("COPY jobs_sample (run_id, metric, value, unit, n, metadata, created_at,"
+                      " evidence, evidence_source) FROM STDIN") as copy:
             for run_id, node_id in runs:
                 for k in range(per_run):
                     copy.write_row((run_id, metrics[k % len(metrics)], (node_id * 7 + k) % 1000 / 10,
-                                    "x", 3, "{}", "2026-11-01T00:10:00Z"))
+                                    "x", 3, "{}", "2026-11-01T00:10:00Z", "host-reported", ""))
         with cur.copy("COPY leaderboard_latestresult (node_id, metric, profile, value, unit, n,"
-                      " run_id, measured_at) FROM STDIN") as copy:
+                      " run_id, measured_at, evidence, runs, verified, evidence_source, requested_by)"
+                      " FROM STDIN") as copy:
             for run_id, node_id in runs:
                 for m in metrics:
-                    copy.write_row((node_id, m, "default", (node_id * 13) % 1000 / 10, "x", 3, run_id,
-                                    "2026-11-01T00:10:00Z"))
+                    # A verifiable metric ranks its verified rows by default: give it both.
+                    for evidence in ("any", "verified") if m.startswith("network.") else ("any",):
+                        copy.write_row((node_id, m, "default", (node_id * 13) % 1000 / 10, "x", 3,
+                                        run_id, "2026-11-01T00:10:00Z", evidence, 1,
+                                        evidence == "verified", "", "buyer"))
         conn.commit()
         cur.execute("ANALYZE")
 

@@ -18,7 +18,7 @@ class BenchmarkJob(models.Model):
     params = models.JSONField(default=dict, blank=True)
     # How many nodes the job measures together: a figure of a multi-node job belongs to a
     # link between two of them or to the set of them, never to one node alone.
-    node_count = models.PositiveIntegerField(default=1)
+    node_count = models.PositiveIntegerField(default=1, db_default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     # Idempotency-Key support: the same key and body return the same job.
     idempotency_key = models.CharField(max_length=128, blank=True)
