@@ -320,7 +320,7 @@ def _finish(run: Run, status: str, error: str, now: Any) -> None:
     run.finished_at = now
     run.lease_expires_at = None
     run.save()
-    if run.job.node_count > 1:
+    if multi_node.concerns(run.job):
         # The job's links and cluster, once its last run is in (multi_node checks; cancel
         # and the sweeper's queue timeout call it too).
         job_id = run.job_id
@@ -340,7 +340,7 @@ def cancel(job: BenchmarkJob) -> int:
     cancelled = Run.objects.filter(job=job).exclude(status__in=Run.FINISHED).update(
         status=Run.Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None,
         error="cancelled by the requester")
-    if cancelled and job.node_count > 1:  # the links its finished runs measured still count
+    if cancelled and multi_node.concerns(job):  # its finished runs' links still count
         transaction.on_commit(lambda: multi_node.record(job.pk))
     return cancelled
 

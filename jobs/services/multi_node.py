@@ -24,16 +24,27 @@ from django.utils import timezone
 
 from benchmarks import metrics
 from benchmarks.probes.base import MESH_PREFIX
+from benchmarks.suites import SUITES
 from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample
 
 LINK_AGREEMENT = 0.05
 
 
+def concerns(job: BenchmarkJob) -> bool:
+    """Whether the job can have link or cluster results: several nodes, and a suite that
+    tests links or trains (a multi-node no-op job, as make bench submits, has neither)."""
+    probes = SUITES.get(job.suite, ())
+    return job.node_count > 1 and ("network" in probes or "training" in probes)
+
+
 def record(job_id: int) -> bool:
     """Store the job's link and cluster results once its runs are all finished."""
+    # Each run of the job asks as it finishes: one cheap count until the last one is in.
+    if Run.objects.filter(job_id=job_id).exclude(status__in=Run.FINISHED).exists():
+        return False
     job = BenchmarkJob.objects.filter(pk=job_id).first()
-    if job is None or job.node_count < 2:
+    if job is None or not concerns(job):
         return False
     runs = list(job.runs.select_related("node__provider", "node__region").order_by("id"))
     if any(r.status not in Run.FINISHED for r in runs):

@@ -123,7 +123,7 @@ def fail_unstarted(now: datetime) -> int:
             error=f"not started within {limit} s: node {node.name} is offline "
                   f"(last seen {seen})" if not node.online else
                   f"not started within {limit} s: node {node.name} did not take it")
-        if done and run.job.node_count > 1:
+        if done and multi_node.concerns(run.job):
             multi_node.record(run.job_id)  # the links the other nodes measured still count
         failed += done
     return failed
