@@ -67,6 +67,9 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "gpu_models": sorted(set(Node.objects.exclude(gpu_model="").values_list("gpu_model", flat=True))),
         "region_chart": charts.bar_chart(bars, metric.unit if metric else ""),
         "cluster_sections": clusters.board(), "region_paths": links.region_paths(),
+        # Every measured pair (the latest ranked test of each), up to MAX_MATRIX_NODES nodes.
+        "link_chart": link_chart(board_links := links.latest_links(links.Selection())),
+        "link_findings": clusters.slow_node(board_links) or clusters.slow_links(board_links),
     }, status=400 if problem else 200)
 
 

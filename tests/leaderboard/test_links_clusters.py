@@ -144,6 +144,7 @@ def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
     # The pages: the board's cluster tables, and the link matrix naming the slow node.
     page = Client().get("/").content.decode()
     assert page.count('class="clusters"') == 2 and "hz-b2: its links run at" in page
+    assert 'class="chart links"' in page  # the link matrix of every measured pair
     node_page = Client().get(f"/nodes/{bad[1].node.pk}/").content.decode()
     assert 'class="chart links"' in node_page and "hz-b2: its links run at" in node_page
     assert "hz-b1 → hz-b2: 0.19 Gbit/s, RTT 0.2 ms (confirmed by both ends)" in node_page
