@@ -110,9 +110,11 @@ def test_four_nodes_of_one_region_measured_at_once_with_the_default_profile(
     # On main both nodes of such a job failed: "iperf3 to reference:hangzhou:ref ... the
     # server is busy running a test" (5-second tests, three times, outlast the retries).
     names = ["f1", "f2", "f3", "s1"]
+    # About twenty minutes on two cores: 4 x 15-30 ten-second tests in turn at the one
+    # reference, then six rounds of the link matrix.
     job, _ = submission.submit(buyer.user, [lab.nodes[n].node_id for n in names], "network")
     wait_for(lambda: not Run.objects.filter(job=job, status__in=["queued", "running"]).exists(),
-             1200, "the four-node default network job", interval=1.0)
+             2400, "the four-node default network job", interval=1.0)
     for run in Run.objects.filter(job=job).select_related("node"):
         assert run.status == "succeeded", (run.node.name, run.error)
         forward = run.samples.get(metric="network.tcp_throughput", metadata__peer__startswith="reference:")
