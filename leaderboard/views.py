@@ -69,7 +69,7 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "cluster_sections": clusters.board(), "region_paths": links.region_paths(),
         # Every measured pair (the latest ranked test of each), up to MAX_MATRIX_NODES nodes.
         "link_chart": link_chart(board_links := links.latest_links(links.Selection())),
-        "link_findings": clusters.slow_node(board_links) or clusters.slow_links(board_links),
+        "link_findings": clusters.link_findings(board_links),
     }, status=400 if problem else 200)
 
 
@@ -99,7 +99,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     near = links.neighbourhood(node.pk)
     return render(request, "leaderboard/node.html", {
         "link_chart": link_chart(near),
-        "link_findings": clusters.slow_node(near) or clusters.slow_links(near),
+        "link_findings": clusters.link_findings(near),
         "node": node, "profile": profile, "latest": latest, "histories": histories,
         "score": score.score(values), "findings": diagnosis.diagnose(values),
         "certificate": certificate, "labels": {m: metrics.METRICS[m].label for m in metrics.METRICS},
@@ -124,7 +124,7 @@ def provider_page(request: HttpRequest, provider_id: int) -> HttpResponse:
     provider_links = links.latest_links(links.Selection(provider=provider.name))
     return render(request, "leaderboard/provider.html", {
         "link_chart": link_chart(provider_links),
-        "link_findings": clusters.slow_node(provider_links) or clusters.slow_links(provider_links),
+        "link_findings": clusters.link_findings(provider_links),
         "provider": provider, "board": board, "nodes": nodes, "profile": profile,
         "metric": metrics.METRICS[filters.metric], "certificates": certificates})
 

@@ -92,8 +92,7 @@ class LinkMatrixView(APIView):
         found = links.latest_links(selection)
         grid = links.matrix(found)
         return Response({"nodes": grid["nodes"], "results": grid["links"],
-                         "diagnosis": [f.__dict__ for f in clusters.slow_node(found)
-                                       or clusters.slow_links(found)]})
+                         "diagnosis": [f.__dict__ for f in clusters.link_findings(found)]})
 
 
 class RegionPathsView(APIView):

@@ -82,7 +82,7 @@ class ReferenceSlots:
     """Turns at a reference endpoint's iperf3 server, which serves one test at a time.
 
     ``take`` returns once this run may start a test there (taking it again extends the
-    turn), ``give_back`` when its last test there is over. Without a platform (tests, a
+    turn), ``give_back`` when that test is over. Without a platform (tests, a
     command line), every turn is granted at once. Returns the seconds it waited.
     """
 

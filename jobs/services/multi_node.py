@@ -20,6 +20,7 @@ from collections import defaultdict
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from benchmarks import metrics
@@ -47,8 +48,6 @@ def record(job_id: int) -> bool:
     if job is None or not concerns(job):
         return False
     runs = list(job.runs.select_related("node__provider", "node__region").order_by("id"))
-    if any(r.status not in Run.FINISHED for r in runs):
-        return False
     succeeded = [r for r in runs if r.status == Run.Status.SUCCEEDED]
     samples: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for s in Sample.objects.filter(run__in=succeeded).values("run_id", "metric", "value", "unit",
@@ -71,6 +70,7 @@ def _links(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
             str(t.get("cookie")): float(t.get("gbps", 0)) for s in samples[run.pk]
             if s["metric"] == "network.internode_received"
             for t in s["metadata"].get("served") or [] if isinstance(t, dict)}
+    ranked = all(r.ranked for r in runs)
     rows = []
     for run in succeeded:
         rtts = {s["metadata"].get("peer"): s["value"] for s in samples[run.pk]
@@ -94,7 +94,7 @@ def _links(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
                 job=job, source=run.node, target=target,
                 throughput_gbps=receiver if confirmed else figure, sender_gbps=s["value"],
                 receiver_gbps=receiver, rtt_ms=rtts.get(peer), confirmed=confirmed,
-                ranked=all(r.ranked for r in runs), profile=job.profile,
+                ranked=ranked, profile=job.profile,
                 measured_at=run.finished_at or timezone.now()))
     LinkResult.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["job", "source", "target"],
@@ -135,8 +135,14 @@ def links_of(job_id: int, node_ids: list[int]) -> list[LinkResult]:
     own = list(LinkResult.objects.filter(job_id=job_id).select_related("source", "target"))
     if own:
         return own
-    latest: dict[tuple[int, int], LinkResult] = {}
-    for link in (LinkResult.objects.filter(source_id__in=node_ids, target_id__in=node_ids)
-                 .select_related("source", "target").order_by("-measured_at", "-id")[:10_000]):
-        latest.setdefault((link.source_id, link.target_id), link)
-    return list(latest.values())
+    return latest_per_pair(LinkResult.objects.filter(source_id__in=node_ids,
+                                                     target_id__in=node_ids)
+                           .select_related("source", "target"))
+
+
+def latest_per_pair(rows: QuerySet[LinkResult], limit: int = 20_000) -> list[LinkResult]:
+    """The newest result of each ordered pair (source, target) among ``rows``."""
+    newest: dict[tuple[int, int], LinkResult] = {}
+    for link in rows.order_by("-measured_at", "-id")[:limit]:
+        newest.setdefault((link.source_id, link.target_id), link)
+    return list(newest.values())

@@ -2,10 +2,11 @@
 
 An iperf3 server serves one test at a time and answers any other client "busy". N nodes of
 one region measured at once all test against its reference; without a schedule the one
-that waits longest gives up. A run asks for the slot before each test (the same run asking
-again extends it), lets go after its last test to that reference, and waits meanwhile; a
-slot whose run finished or whose time ran out is free. Taking it is one conditional upsert,
-so two runs asking at once cannot both get it.
+that waits longest gives up. A run asks for the slot before each test (asking again
+extends it) and gives it back after the test, so nodes measured at once take turns test by
+test; waiting runs are served in the order they first asked. A slot whose run finished or
+whose time ran out is free. Taking it is one conditional upsert, so two runs asking at
+once cannot both get it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+
 from benchmarks import metrics
 from jobs.models import ClusterResult, LinkResult
 from jobs.services import multi_node
@@ -65,7 +67,7 @@ def board(metric: str = DEFAULT_METRIC, size: int | None = None, gpu_model: str 
     if gpu_model is not None:
         rows = rows.filter(gpu_model__iexact=gpu_model)
     if region:
-        rows = rows.filter(region__code__iexact=region) | rows.filter(region__province__iexact=region)
+        rows = rows.filter(Q(region__code__iexact=region) | Q(region__province__iexact=region))
     if profile:
         rows = rows.filter(profile=profile)
     newest: dict[tuple[str, str], ClusterResult] = {}
@@ -102,7 +104,7 @@ def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
     """Name the slow part, as pairwise re-testing would: a node whose links are slow while
     the links among the others are not, else a slow link; and a busbw its links do not
     explain."""
-    findings = slow_node(links) or slow_links(links)
+    findings = link_findings(links)
     busbw = result.figures.get("training.allreduce_busbw_largest", {}).get("value")
     if busbw is not None and result.slowest_link_gbps:
         carries = result.slowest_link_gbps / 8  # GB/s
@@ -113,6 +115,11 @@ def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
                 "check NCCL's transport (NCCL_DEBUG=INFO: socket vs IB/RoCE), NCCL_SOCKET_IFNAME "
                 "and the number of sockets per thread"))
     return findings
+
+
+def link_findings(links: list[LinkResult]) -> list[Finding]:
+    """The slow node if one explains the slow links, else each slow link."""
+    return slow_node(links) or slow_links(links)
 
 
 def rate(links: list[LinkResult]) -> float | None:

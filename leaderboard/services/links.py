@@ -15,6 +15,7 @@ from django.db.models import F, Q, QuerySet
 
 from fleet.models import Node
 from jobs.models import LinkResult
+from jobs.services.multi_node import latest_per_pair
 
 MAX_MATRIX_NODES = 64
 
@@ -65,10 +66,7 @@ def latest_links(selection: Selection, ranked_only: bool = True) -> list[LinkRes
                                | Q(**{f"{end}__region__province__iexact": selection.region}))
     if selection.node is not None:
         rows = rows.filter(Q(source_id=selection.node) | Q(target_id=selection.node))
-    newest: dict[tuple[int, int], LinkResult] = {}
-    for link in rows.order_by("-measured_at", "-id")[:MAX_MATRIX_NODES ** 2 * 4]:
-        newest.setdefault((link.source_id, link.target_id), link)
-    return sorted(newest.values(), key=lambda li: (li.source.name, li.target.name))
+    return by_names(latest_per_pair(rows, MAX_MATRIX_NODES ** 2 * 4))
 
 
 def neighbourhood(node_id: int, jobs: int = 5) -> list[LinkResult]:
@@ -76,12 +74,13 @@ def neighbourhood(node_id: int, jobs: int = 5) -> list[LinkResult]:
     among themselves too: what tells a slow node from a slow peer."""
     job_ids = list(LinkResult.objects.filter(Q(source_id=node_id) | Q(target_id=node_id))
                    .order_by("-measured_at").values_list("job_id", flat=True).distinct()[:jobs * 16])
-    rows = (LinkResult.objects.filter(job_id__in=list(dict.fromkeys(job_ids))[:jobs])
-            .select_related("source", "target").order_by("-measured_at", "-id"))
-    newest: dict[tuple[int, int], LinkResult] = {}
-    for link in rows:
-        newest.setdefault((link.source_id, link.target_id), link)
-    return sorted(newest.values(), key=lambda li: (li.source.name, li.target.name))
+    return by_names(latest_per_pair(
+        LinkResult.objects.filter(job_id__in=list(dict.fromkeys(job_ids))[:jobs])
+        .select_related("source", "target")))
+
+
+def by_names(links: list[LinkResult]) -> list[LinkResult]:
+    return sorted(links, key=lambda li: (li.source.name, li.target.name))
 
 
 def history(source_id: int, target_id: int, limit: int = 500) -> list[LinkResult]:
@@ -125,12 +124,9 @@ class RegionPath:
 def region_paths() -> list[RegionPath]:
     """Median RTT and throughput of the latest links between nodes of two different cities."""
     rows = (LinkResult.objects.filter(ranked=True).exclude(source__region=F("target__region"))
-            .select_related("source__region", "target__region").order_by("-measured_at", "-id"))
-    newest: dict[tuple[int, int], LinkResult] = {}
-    for link in rows[:20_000]:
-        newest.setdefault((link.source_id, link.target_id), link)
+            .select_related("source__region", "target__region"))
     buckets: dict[tuple[str, str], list[LinkResult]] = defaultdict(list)
-    for link in newest.values():
+    for link in latest_per_pair(rows):
         buckets[(link.source.region.code, link.target.region.code)].append(link)
     out = []
     for (source, target), links in sorted(buckets.items()):
