@@ -503,7 +503,7 @@ class ReferenceSlotRequestSerializer(serializers.Serializer[Any]):
     peer = serializers.CharField(max_length=200, help_text="one of the run spec's reference peers")
     seconds = serializers.FloatField(min_value=1, max_value=300, default=60,
                                      help_text="how long the next test holds it")
-    release = serializers.BooleanField(default=False, help_text="let go after the last test")
+    release = serializers.BooleanField(default=False, help_text="give the turn back: the test is over")
 
 
 class ReferenceSlotStateSerializer(serializers.Serializer[Any]):
