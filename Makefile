@@ -19,6 +19,8 @@ tools:
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
 	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-wqy-zenhei"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+	  || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; \
@@ -44,7 +46,7 @@ services:
 	@for i in $$(seq 1 30); do pg_isready -q -h 127.0.0.1 && break; sleep 1; done
 
 demo: setup
-	$(PY) -m tests.lab.demo
+	$(PY) -m lab.demo
 
 test: setup services
 	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q
@@ -72,8 +74,8 @@ clean:
 
 # The lab (root): shaped links in namespaces; does the platform store what we shaped?
 bench-accuracy: setup
-	$(PY) -m bench.accuracy
+	$(PY) -m perf.accuracy
 
 # The platform against bare Celery and a minimal Django app, in one run (figures, not tests).
 bench: setup services
-	$(PY) -m bench.run
+	$(PY) -m perf.run

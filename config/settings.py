@@ -1,6 +1,6 @@
 """Platform settings, read from the environment.
 
-Defaults let a fresh checkout run the demo (SQLite, local Redis, DEBUG on); with
+Defaults let a fresh checkout run the demo (local PostgreSQL and Redis, DEBUG on); with
 ``BENCH_ENV=production`` every secret must be given and unsafe modes refuse to start.
 """
 
@@ -130,13 +130,14 @@ TEMPLATES = [
     },
 ]
 
-# PostgreSQL is the record in tests and production; a bare machine gets an SQLite file.
+# PostgreSQL is the only database: the claim and the submission are PostgreSQL statements
+# (jobs/services/). The demo and the lab make their own database (lab/platform_stack.py).
 DATABASE_URL = env("DATABASE_URL")
 if not DATABASE_URL and PRODUCTION:
     raise ImproperlyConfigured("DATABASE_URL must be set when BENCH_ENV=production")
 DATABASES = {
     "default": dj_database_url.parse(
-        DATABASE_URL or f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}",
+        DATABASE_URL or "postgres://postgres@127.0.0.1:5432/bench",
         conn_max_age=envint("DB_CONN_MAX_AGE", 60),
         # A kept connection is checked before use, so service resumes by itself after
         # the database comes back.

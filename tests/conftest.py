@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
-from tests.lab import procs
+from lab import procs
 
 pytest_plugins = ["tests.fixtures"]
 

@@ -202,11 +202,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    # The lab is a development tool that lives with the tests: only in a repo checkout.
-    from tests.lab import cli as lab
+    # Imported here: the lab (netns, tc, the platform's own processes) is for root on a lab
+    # host, and every other command stays free of it.
+    from lab import cli as lab
 
     if args.lab_command == "up":
-        lab.up(Path(args.spec))
+        lab.up(lab.spec_path(args.spec))
     else:
         removed = lab.down()
         print("removed: " + (", ".join(removed) if removed else "nothing (no lab was up)"))
@@ -288,10 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
     trust_add.add_argument("url", help="the platform, e.g. https://bench.example.cn")
     trust_add.set_defaults(func=cmd_trust)
 
-    lab = sub.add_parser("lab", help="the emulated multi-host network (root; repo checkout)")
+    lab = sub.add_parser("lab", help="the emulated multi-host network (root)")
     lab_sub = lab.add_subparsers(dest="lab_command", required=True)
     lab_up = lab_sub.add_parser("up", help="build a lab from a spec and run it until Ctrl-C")
-    lab_up.add_argument("--spec", default="tests/lab/specs/demo.yaml")
+    lab_up.add_argument("--spec", default="demo",
+                        help="a spec file, or the name of a published one (demo, tour)")
     lab_sub.add_parser("down", help="remove every lab namespace, link and process")
     lab.set_defaults(func=cmd_lab)
 

@@ -108,8 +108,6 @@ FROM claimed c JOIN jobs_benchmarkjob j ON j.id = c.job_id
 
 def _claim_queued(node: Node, run_id: int, now: Any) -> Claim | None:
     """The common case, a queued run never claimed before; None for any other."""
-    if connection.vendor != "postgresql":
-        return None
     attempt_id = uuid.uuid4()
     lease = _lease_end()
     with connection.cursor() as cursor:

@@ -127,13 +127,6 @@ def _insert(owner: User, suite: str, profile: str, params: dict[str, Any], key: 
     now = timezone.now()
     fields = {"owner": owner, "suite": suite, "profile": profile, "params": params,
               "idempotency_key": key, "request_digest": digest, "node_count": len(node_ids)}
-    if connection.vendor != "postgresql":  # the demo's SQLite
-        with transaction.atomic():
-            job = BenchmarkJob.objects.create(**fields)
-            runs = Run.objects.bulk_create([Run(job=job, node_id=i, dispatched_at=now,
-                                                ranked=ranked, requested_by=r)
-                                            for i, r in zip(node_ids, requested, strict=True)])
-        return job, runs
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_JOB_SQL, {
             "owner": owner.pk, "suite": suite, "profile": profile, "params": json.dumps(params),

@@ -13,7 +13,7 @@ import pytest
 
 from fleet.models import EnrolmentToken, Node
 from fleet.services import secrets
-from tests.lab.procs import REPO
+from lab.procs import REPO
 
 
 def create_token(owner: Any, provider: Any, name: str = "hz-1", region: str = "hangzhou") -> Any:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
-from tests.lab.procs import REPO
+from lab.procs import REPO
 
 schema = schemathesis.openapi.from_path(REPO / "api" / "openapi.yaml")
 

@@ -18,8 +18,8 @@ from certification.models import Certificate, CertificationRequest
 from certification.services import evaluation as certification
 from certification.services import signing
 from jobs.services import lifecycle
+from lab.procs import REPO
 from tests.fixtures import reference_samples
-from tests.lab.procs import REPO
 from workers import certificate
 
 # Typed figures for what only the host can measure; network figures come from real tests

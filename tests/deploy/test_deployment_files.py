@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from fleet.services.broker import NODE_COMMANDS
-from tests.lab.procs import REPO
+from lab.procs import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
 UNIT = REPO / "platform" / "systemd" / "benchctl-worker.service"

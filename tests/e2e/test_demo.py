@@ -12,14 +12,14 @@ import sys
 
 import pytest
 
-from tests.lab.procs import REPO
+from lab.procs import REPO
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_demo_benchmarks_both_regions_and_prints_the_comparison() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    done = subprocess.run([sys.executable, "-m", "tests.lab.demo", "--no-wait"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "lab.demo", "--no-wait"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=900, check=False)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]

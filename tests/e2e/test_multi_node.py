@@ -8,7 +8,7 @@ import pytest
 
 from jobs.models import ClusterResult, LinkResult, Run
 from jobs.services import submission
-from tests.lab.procs import free_port, wait_for
+from lab.procs import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import requests
 
 from benchmarks.parsers.iperf3 import parse_iperf3
 from benchmarks.parsers.ping import parse_ping
+from lab.procs import wait_for
 from tests.fixtures import api_get
-from tests.lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from fleet.models import Provider, ReferenceEndpoint, Region
-from tests.lab import netlab
-from tests.lab.stack import LabStack
+from lab import netlab
+from lab.stack import LabStack
 
 
 def lab_of(spec: dict[str, Any], live_server: Any, private_redis: Any, provider_owner: Any,

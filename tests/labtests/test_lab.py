@@ -18,9 +18,9 @@ from certification.services import signing
 from fleet.models import Provider, Region
 from jobs.models import Run
 from jobs.services import submission
-from tests.lab import netlab
-from tests.lab.procs import REPO, wait_for
-from tests.lab.stack import LabStack
+from lab import netlab
+from lab.procs import REPO, wait_for
+from lab.stack import LabStack
 from tests.labtests.labs import lab_of
 
 pytestmark = [

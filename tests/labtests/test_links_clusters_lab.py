@@ -15,9 +15,9 @@ import pytest
 
 from jobs.models import ClusterResult, LinkResult, Run
 from jobs.services import submission
+from lab.procs import wait_for
+from lab.stack import LabStack
 from leaderboard.models import LatestResult
-from tests.lab.procs import wait_for
-from tests.lab.stack import LabStack
 from tests.labtests.labs import lab_of
 
 pytestmark = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.probes.network import tcp_echo_rtts
-from tests.lab import procs
+from lab import procs
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def echo(echo_port: int) -> int:
 
 def relay(tmp_path: Path, target: str, delay_ms: float) -> tuple[procs.Proc, int]:
     port = procs.free_port()
-    proc = procs.start(f"relay-{port}", [sys.executable, "-m", "tests.lab.relay", "--map",
+    proc = procs.start(f"relay-{port}", [sys.executable, "-m", "lab.relay", "--map",
                                          f"127.0.0.1:{port}={target}", "--delay-ms", str(delay_ms)],
                        tmp_path)
     procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 10, "relay")
@@ -42,7 +42,7 @@ def test_the_relay_adds_its_delay_to_tcp_round_trips(tmp_path: Path, echo: int,
 def test_bytes_arrive_intact_and_in_order_through_a_unix_socket_hop(tmp_path: Path,
                                                                    echo: int) -> None:
     sock_path = tmp_path / "hop.sock"
-    inner = procs.start("relay-unix", [sys.executable, "-m", "tests.lab.relay", "--map",
+    inner = procs.start("relay-unix", [sys.executable, "-m", "lab.relay", "--map",
                                        f"unix:{sock_path}=127.0.0.1:{echo}"], tmp_path)
     procs.wait_for(sock_path.exists, 10, "unix relay")
     outer, port = relay(tmp_path, f"unix:{sock_path}", 0)

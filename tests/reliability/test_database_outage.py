@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.lab import procs
+from lab import procs
 
 pytestmark = pytest.mark.slow
 PROVIDER = "West Lake DC"

@@ -12,7 +12,7 @@ import requests
 from django.db.models import Count
 
 from jobs.models import Run, Sample
-from tests.lab.procs import start_node_worker, wait_for, wait_worker_ready
+from lab.procs import start_node_worker, wait_for, wait_worker_ready
 
 pytestmark = pytest.mark.slow
 

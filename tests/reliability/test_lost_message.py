@@ -12,7 +12,7 @@ from django.utils import timezone
 from fleet.models import Node
 from jobs.models import Attempt, BenchmarkJob, Run
 from jobs.services import sweeper
-from tests.lab.procs import wait_for
+from lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 

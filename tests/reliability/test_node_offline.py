@@ -9,7 +9,7 @@ import pytest
 
 from jobs.models import Run
 from jobs.services import submission, sweeper
-from tests.lab.procs import wait_for
+from lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from django.db.models import Count
 
 from jobs.models import Run, Sample
 from jobs.services import submission, sweeper
-from tests.lab.procs import wait_for
+from lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from django.test import Client
 
 from jobs.models import Run
 from jobs.services import submission, sweeper
-from tests.lab.procs import wait_for
+from lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -26,9 +26,9 @@ from certification.services import signing
 from fleet.services import revocation
 from jobs.models import Run, Sample
 from jobs.services import lifecycle, observability, submission
+from lab.procs import REPO
 from leaderboard.models import LatestResult
 from tests.fixtures import reference_samples
-from tests.lab.procs import REPO
 from workers import certificate, trust_store
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from django.test import Client
 
 from jobs.services import lifecycle, submission
+from lab.procs import REPO
 from tests.fixtures import measured
-from tests.lab.procs import REPO
 
 
 def test_zero_small_file_figures_do_not_take_the_pages_down(buyer: Any, enrol_node: Any) -> None:

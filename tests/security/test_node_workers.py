@@ -12,7 +12,7 @@ import requests
 
 from jobs.models import Run, Sample
 from jobs.services import submission
-from tests.lab.procs import wait_for
+from lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from jobs.services import lifecycle, submission
+from lab.procs import REPO
 from tests.fixtures import measured
-from tests.lab.procs import REPO
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = REPO / "var" / "test-output" / "screenshots"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from lab.procs import REPO
 from tests.fixtures import measured
-from tests.lab.procs import REPO
 
 pytestmark = pytest.mark.slow
 

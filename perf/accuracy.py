@@ -23,9 +23,9 @@ from typing import Any
 
 import requests
 
-from tests.lab import netlab
-from tests.lab.platform_stack import REPO, PlatformStack, say
-from tests.lab.stack import LabStack
+from lab import netlab
+from lab.platform_stack import REPO, PlatformStack, say
+from lab.stack import LabStack
 
 VAR = REPO / "var" / "accuracy"
 RESULTS = REPO / "bench" / "results"

@@ -3,7 +3,7 @@
 Every process is real and started here: a private Redis with per-node ACL users, gunicorn,
 the platform worker (with the sweeper), reference endpoints (iperf3 -s and a TCP echo
 server), and node workers enrolled through the real path (`benchctl enroll`). As root it
-builds the lab (tests/lab/specs/demo.yaml: four nodes on shaped links in namespaces);
+builds the lab (lab/specs/demo.yaml: four nodes on shaped links in namespaces);
 otherwise two nodes on loopback. Ctrl-C stops everything.
 """
 
@@ -14,17 +14,18 @@ import json
 import os
 import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import requests
 
-from tests.lab import netlab, procs
-from tests.lab.platform_stack import PlatformStack, say, stop_on_sigterm
-from tests.lab.stack import LabStack
+from lab import netlab, procs
+from lab.platform_stack import PlatformStack, say, stop_on_sigterm
+from lab.stack import LabStack
 
 REPO = procs.REPO
 VAR = REPO / "var" / "demo"
-DEMO_SPEC = REPO / "tests" / "lab" / "specs" / "demo.yaml"
+DEMO_SPEC = Path(__file__).resolve().parent / "specs" / "demo.yaml"
 LOOPBACK_NODES = [("hangzhou", "hz-a100-01", "West Lake DC", "local_dc"),
                   ("shenzhen", "sz-h800-01", "Pearl River Cloud", "cloud")]
 # A node's own figures; a multi-node job's links and cluster have tables of their own.

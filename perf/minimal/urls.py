@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bench.minimal.models import Item
+from perf.minimal.models import Item
 
 app = Celery("bench-minimal", broker=settings.CELERY_BROKER_URL)
 
@@ -27,7 +27,7 @@ class ItemView(APIView):
         body.is_valid(raise_exception=True)
         with transaction.atomic():
             item = Item.objects.create(payload=body.validated_data)
-            transaction.on_commit(lambda: app.send_task("bench.minimal.noop", args=[item.pk],
+            transaction.on_commit(lambda: app.send_task("perf.minimal.noop", args=[item.pk],
                                                         queue="bench-minimal"))
         return Response({"id": item.pk}, status=202)
 

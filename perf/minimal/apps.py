@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class MinimalConfig(AppConfig):
-    name = "bench.minimal"
+    name = "perf.minimal"
     label = "minimal"
     default_auto_field = "django.db.models.BigAutoField"

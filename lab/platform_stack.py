@@ -1,7 +1,8 @@
 """The platform as real processes, for the demo, the lab and the benchmarks.
 
-A private Redis with per-node ACL users, a database made anew (PostgreSQL when it runs
-here, else SQLite), migrations, gunicorn, and the platform worker with its beat sweeper.
+A private Redis with per-node ACL users, a PostgreSQL database made anew (on the machine's
+server when one answers on 127.0.0.1:5432, else on a private one), migrations,
+gunicorn, and the platform worker with its beat sweeper.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import requests
 
-from tests.lab import procs
+from lab import procs
 
 REPO = procs.REPO
 
@@ -35,18 +36,26 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
-def fresh_database_url(name: str, var: Path) -> str:
-    """DATABASE_URL when given; else database NAME made anew, so each run starts clean."""
+def _answers(port: int) -> bool:
+    return shutil.which("pg_isready") is not None and subprocess.run(
+        ["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(port)], check=False).returncode == 0
+
+
+def fresh_database(name: str) -> tuple[str, procs.PrivatePostgres | None]:
+    """DATABASE_URL when given; else database NAME made anew, so each run starts clean, on
+    the PostgreSQL of 127.0.0.1:5432 or, when none answers, on a private one started here
+    (returned, to be stopped with the rest). PostgreSQL is the platform's only database."""
     if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
-    if shutil.which("pg_isready") and subprocess.run(
-            ["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0:
-        pg = ["-h", "127.0.0.1", "-U", "postgres"]
-        subprocess.run(["dropdb", *pg, "--if-exists", "--force", name], check=True)
-        subprocess.run(["createdb", *pg, name], check=True)
-        return f"postgres://postgres@127.0.0.1:5432/{name}"
-    say("PostgreSQL is not running here: using an SQLite file instead")
-    return f"sqlite:///{var / (name + '.sqlite3')}"
+        return os.environ["DATABASE_URL"], None
+    server, port = None, 5432
+    if not _answers(port):
+        say("no PostgreSQL answers on 127.0.0.1:5432: starting a private one")
+        server = procs.start_private_postgres()
+        port = server.port
+    pg = ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+    subprocess.run(["dropdb", *pg, "--if-exists", "--force", name], check=True)
+    subprocess.run(["createdb", *pg, name], check=True)
+    return f"postgres://postgres@127.0.0.1:{port}/{name}", server
 
 
 class PlatformStack:
@@ -59,6 +68,7 @@ class PlatformStack:
         self.env: dict[str, str] = {}
         self.api = ""
         self.redis_port = 0
+        self.postgres: procs.PrivatePostgres | None = None
 
     def keep(self, proc: procs.Proc) -> procs.Proc:
         self.started.append(proc)
@@ -105,7 +115,8 @@ class PlatformStack:
         return int(json.loads(config.read_text())["node_id"]), config, worker
 
     def start(self, extra_env: dict[str, str] | None = None) -> None:
-        self.env = {**os.environ, "DATABASE_URL": fresh_database_url(self.database, self.var),
+        database_url, self.postgres = fresh_database(self.database)
+        self.env = {**os.environ, "DATABASE_URL": database_url,
                     "PYTHONUNBUFFERED": "1", "SWEEP_INTERVAL_SECONDS": "5",
                     "RUN_LEASE_SECONDS": "30", "NODE_VISIBILITY_TIMEOUT": "900",
                     "PYTHONPATH": str(REPO),
@@ -135,6 +146,9 @@ class PlatformStack:
         for proc in reversed(self.started):
             proc.stop(timeout=5)
         self.started.clear()
+        if self.postgres is not None:
+            self.postgres.remove()
+            self.postgres = None
 
 
 def gunicorn_argv(wsgi_module: str, port: int) -> list[str]:

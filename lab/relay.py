@@ -13,8 +13,8 @@ held for half the delay in each direction, so a round trip through the relay tak
 It also joins namespaces to the platform without routing: a listener inside a lab host's
 namespace can forward to a unix socket that a root-namespace server listens on.
 
-    python -m tests.lab.relay --map 10.213.0.9:17001=127.0.0.1:7007 --delay-ms 8
-    python -m tests.lab.relay --map 127.0.0.1:8000=unix:/run/lab/api.sock
+    python -m lab.relay --map 10.213.0.9:17001=127.0.0.1:7007 --delay-ms 8
+    python -m lab.relay --map 127.0.0.1:8000=unix:/run/lab/api.sock
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The baseline for dispatch and end-to-end throughput: bare Celery on the same Redis.
 
-`python -m bench.bare worker REDIS_URL` runs a worker whose one task records when it
+`python -m perf.bare worker REDIS_URL` runs a worker whose one task records when it
 started (epoch seconds) into the Redis list ``bench:bare:started``.
 """
 
@@ -28,7 +28,7 @@ def make_app(url: str) -> Celery:
         # fresh clone, which compiles every module first) is not throughput.
         client.rpush("bench:bare:ready", os.getpid())
 
-    @app.task(name="bench.bare.started")
+    @app.task(name="perf.bare.started")
     def started(sent_at: float) -> None:
         client.rpush("bench:bare:started", f"{sent_at} {time.time()}")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import redis
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -171,12 +171,26 @@ def wait_worker_ready(proc: Proc, timeout: float = 30) -> None:
     wait_for(ready, timeout, f"{proc.name} to be ready")
 
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+def _pg_bin(tool: str) -> str:
+    """A PostgreSQL server program: on PATH, else Debian's versioned directory."""
+    found = shutil.which(tool) or next(
+        (str(p) for p in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{tool}"), reverse=True)),
+        None)
+    if found is None:
+        raise SystemExit(f"PostgreSQL's {tool} is not installed: run `make tools` as root "
+                         "(it installs the postgresql package), or set DATABASE_URL")
+    return found
+
+
+def _as_server_user() -> list[str]:
+    # initdb and postgres refuse to run as root: as root they run as the postgres user.
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
 
 @dataclass
 class PrivatePostgres:
-    """A throwaway PostgreSQL cluster of our own, so a test may stop and start it."""
+    """A throwaway PostgreSQL cluster of our own: for a test that stops and starts it, and
+    for the demo and the lab on a machine where none answers on 127.0.0.1."""
 
     data_dir: Path
     port: int
@@ -186,9 +200,8 @@ class PrivatePostgres:
         return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
 
     def _ctl(self, *args: str) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"),
-                        "-D", str(self.data_dir), "-w", *args], check=True,
-                       capture_output=True)
+        subprocess.run([*_as_server_user(), _pg_bin("pg_ctl"), "-D", str(self.data_dir), "-w",
+                        *args], check=True, capture_output=True)
 
     def start(self) -> None:
         self._ctl("-o", f"-p {self.port} -k {self.data_dir} -c listen_addresses=127.0.0.1",
@@ -198,24 +211,23 @@ class PrivatePostgres:
         self._ctl("-m", "fast", "stop")
 
     def remove(self) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
-                        str(self.data_dir), "-m", "immediate", "stop"], capture_output=True,
-                       check=False)
+        subprocess.run([*_as_server_user(), _pg_bin("pg_ctl"), "-D", str(self.data_dir), "-m",
+                        "immediate", "stop"], capture_output=True, check=False)
         shutil.rmtree(self.data_dir.parent, ignore_errors=True)
 
 
 def start_private_postgres() -> PrivatePostgres:
-    """initdb as the postgres user (PostgreSQL refuses root) and start on a free port.
+    """initdb (as the postgres user when root) and start on a free port.
 
     The cluster lives in its own folder under /tmp, which the postgres user can reach
-    (pytest's folders are root's alone); remove() deletes it.
+    (pytest's folders and var/ may be root's alone); remove() deletes it.
     """
     work_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
-    shutil.chown(work_dir, "postgres", "postgres")
+    if os.geteuid() == 0:
+        shutil.chown(work_dir, "postgres", "postgres")
     data_dir = work_dir / "pgdata"
-    subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "initdb"), "-D",
-                    str(data_dir), "-A", "trust", "-U", "postgres"], check=True,
-                   capture_output=True)
+    subprocess.run([*_as_server_user(), _pg_bin("initdb"), "-D", str(data_dir), "-A", "trust",
+                    "-U", "postgres"], check=True, capture_output=True)
     instance = PrivatePostgres(data_dir, free_port())
     instance.start()
     return instance

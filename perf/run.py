@@ -1,6 +1,6 @@
 """`make bench`: the platform measured against bare Celery and a minimal Django app, in the
 same run, on the same machine. Every figure is printed beside its baseline as a ratio (or
-beside its target); nothing here is a pass/fail test. Results: bench/results/bench.json.
+beside its target); nothing here is a pass/fail test. Results: perf/results/bench.json.
 
     dispatch latency      POST -> the node worker starts the probe, vs bare apply_async -> task start
     submission throughput jobs accepted per second under 8 connections (wrk), vs a minimal app
@@ -28,10 +28,10 @@ import redis
 import requests
 from celery import Celery
 
-from bench.bare import make_app as make_bare_app
 from benchmarks.sample import percentile
-from tests.lab import procs
-from tests.lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
+from lab import procs
+from lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
+from perf.bare import make_app as make_bare_app
 
 VAR = REPO / "var" / "bench"
 RESULTS = REPO / "bench" / "results"
@@ -97,7 +97,7 @@ class Bench:
         client = redis.Redis.from_url(self.redis_url)
         client.delete("bench:bare:ready", "bench:bare:started")
         workers = [self.platform.keep(procs.start(f"bare-{i}", [
-            sys.executable, "-m", "bench.bare", "worker", self.redis_url],
+            sys.executable, "-m", "perf.bare", "worker", self.redis_url],
             self.platform.logs, {"PYTHONPATH": str(REPO)})) for i in range(count)]
         procs.wait_for(lambda: client.llen("bench:bare:ready") >= count, 300,
                        f"{count} bare Celery workers to be ready")
@@ -119,7 +119,7 @@ class Bench:
                 ours.append((started - sent) * 1000)
                 stages.append((sent, *self.run_times(job["runs"][0]["id"]), started))
             for _ in range(10):
-                app.send_task("bench.bare.started", args=[time.time()], queue="bench-bare")
+                app.send_task("perf.bare.started", args=[time.time()], queue="bench-bare")
                 popped = client.blpop(["bench:bare:started"], timeout=30)
                 if popped is None:
                     raise TimeoutError("the bare Celery worker did not start the task")
@@ -165,12 +165,12 @@ class Bench:
                           target="at least 0.7")
 
     def minimal_app(self) -> str:
-        env = {**self.platform.env, "DJANGO_SETTINGS_MODULE": "bench.minimal.settings"}
+        env = {**self.platform.env, "DJANGO_SETTINGS_MODULE": "perf.minimal.settings"}
         subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput"], cwd=REPO, env=env,
                        check=True, capture_output=True)
         port = procs.free_port()
         # Served exactly as the platform is: same gunicorn workers, same access log.
-        self.platform.keep(procs.start("minimal-web", gunicorn_argv("bench.minimal.wsgi", port),
+        self.platform.keep(procs.start("minimal-web", gunicorn_argv("perf.minimal.wsgi", port),
                                        self.platform.logs, env))
         procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 30, "the minimal app")
         return f"http://127.0.0.1:{port}"
@@ -197,7 +197,7 @@ class Bench:
         app, client, workers = self.bare_celery(len(node_ids))
         started = time.monotonic()
         for _ in range(runs):
-            app.send_task("bench.bare.started", args=[time.time()], queue="bench-bare")
+            app.send_task("perf.bare.started", args=[time.time()], queue="bench-bare")
         while client.llen("bench:bare:started") < runs:
             time.sleep(0.05)
         bare = runs / (time.monotonic() - started)

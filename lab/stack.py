@@ -16,8 +16,8 @@ from typing import Any
 
 import requests
 
-from tests.lab import procs
-from tests.lab.netlab import NetLab
+from lab import procs
+from lab.netlab import NetLab
 
 IPERF3_PORT = 5201
 ECHO_PORT = 7007
@@ -51,7 +51,7 @@ class LabStack:
     def relay(self, name: str, maps: list[str], host: str | None = None,
               delay_ms: float = 0) -> procs.Proc:
         # Raised priority: a relay that adds latency must wake on time on a busy machine.
-        argv = ["nice", "-n", "-10", sys.executable, "-m", "tests.lab.relay",
+        argv = ["nice", "-n", "-10", sys.executable, "-m", "lab.relay",
                 *(a for m in maps for a in ("--map", m)), "--delay-ms", str(delay_ms)]
         proc = self.keep(procs.start(name, self.lab.exec_argv(host, argv) if host else argv,
                                      self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))

@@ -1,4 +1,4 @@
-"""`benchctl lab up --spec FILE` and `benchctl lab down`.
+"""`benchctl lab up --spec FILE|NAME` and `benchctl lab down`.
 
 ``up`` starts the platform, builds the lab from the spec, enrols a node worker in every
 node host and starts the reference endpoints, prints what is where, and stays up until
@@ -14,13 +14,27 @@ import signal
 import time
 from pathlib import Path
 
-from tests.lab import netlab
-from tests.lab.platform_stack import REPO, PlatformStack, say, stop_on_sigterm
-from tests.lab.stack import LabStack, describe
+from lab import netlab
+from lab.platform_stack import REPO, PlatformStack, say, stop_on_sigterm
+from lab.stack import LabStack, describe
 from workers.errors import CliError
 
 VAR = REPO / "var" / "lab"
 STATE = VAR / "state.json"
+SPECS = Path(__file__).resolve().parent / "specs"
+
+
+def spec_path(value: str) -> Path:
+    """A spec file, or the name of one of the published specs (``tour``, ``demo``)."""
+    path = Path(value)
+    if path.is_file():
+        return path
+    published = SPECS / f"{value}.yaml"
+    if published.is_file():
+        return published
+    names = ", ".join(sorted(p.stem for p in SPECS.glob("*.yaml")))
+    raise CliError(f"no lab spec {value!r}: give a spec file or one of the published specs "
+                   f"({names})")
 
 
 def up(spec_path: Path) -> None:

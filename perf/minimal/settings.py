@@ -1,4 +1,4 @@
-"""Settings of the minimal baseline app (bench/minimal)."""
+"""Settings of the minimal baseline app (perf/minimal)."""
 
 import os
 
@@ -8,9 +8,9 @@ SECRET_KEY = "bench-minimal-not-secret"  # noqa: S105 - a local benchmark baseli
 DEBUG = False
 ALLOWED_HOSTS = ["*"]
 INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "rest_framework",
-                  "bench.minimal"]
+                  "perf.minimal"]
 MIDDLEWARE: list[str] = []
-ROOT_URLCONF = "bench.minimal.urls"
+ROOT_URLCONF = "perf.minimal.urls"
 # The platform's connection policy: kept connections, checked before use.
 DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60,
                                               conn_health_checks=True)}

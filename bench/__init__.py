@@ -1,1 +1,0 @@
-"""Benchmarks of the platform itself and of its accuracy (`make bench`, `make bench-accuracy`)."""
