@@ -8,7 +8,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from benchmarks.suites import (
+from contract.suites import (
     MEASURING_SUITES,
     PROFILES,
     SUITES,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from benchmarks import metrics
+from contract import metrics
 
 T = TypeVar("T")
 

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from contract.run_spec import PeerSpec
+
 
 class Region(models.Model):
     """A city-level region; procurement compares provinces and cities."""
@@ -44,7 +46,7 @@ class ReferenceEndpoint(models.Model):
             models.UniqueConstraint(fields=["region", "name"], name="unique_endpoint_per_region")
         ]
 
-    def as_peer(self) -> dict[str, object]:
+    def as_peer(self) -> PeerSpec:
         return {"name": f"reference:{self.region.code}:{self.name}", "host": self.host,
                 "iperf3_port": self.iperf3_port, "echo_port": self.echo_port}
 

@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
 
-from benchmarks import metrics
 from certification.models import Certificate, CertificationProfile
+from contract import metrics
 from fleet.models import Node, Provider, Region
 from jobs.models import BenchmarkJob, LinkResult
 from leaderboard import charts

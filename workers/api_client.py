@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import requests
+
+from contract.run_spec import RunSpec
 
 
 class ApiError(Exception):
@@ -64,8 +66,8 @@ class NodeApi:
             delay = min(delay * 2, 30)
         raise AssertionError("unreachable")
 
-    def claim(self, run_id: int) -> dict[str, Any]:
-        return self._post(f"runs/{run_id}/claim", retries=3)
+    def claim(self, run_id: int) -> RunSpec:
+        return cast(RunSpec, self._post(f"runs/{run_id}/claim", retries=3))
 
     def progress(self, run_id: int, attempt_id: str, progress: dict[str, Any] | None) -> None:
         self._post(f"runs/{run_id}/progress", {"attempt_id": attempt_id, "progress": progress})

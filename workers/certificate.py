@@ -11,7 +11,6 @@ over the document's canonical JSON (sorted keys, no spaces, UTF-8). This module 
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,9 +19,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-
-def canonical(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+from contract.canonical import canonical
 
 
 def load_public_key(pem: bytes) -> Ed25519PublicKey:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.suites import PROFILES, SUITES
+from contract.suites import PROFILES, SUITES
 from workers import config as node_config
 from workers import inventory
 from workers.api_client import ApiError, enrol

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from benchmarks import metrics
+from contract import metrics
 from workers.errors import CliError
 
 CLIENT_CONFIG = Path(os.environ.get("BENCH_CLIENT_CONFIG",

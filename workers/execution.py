@@ -15,6 +15,7 @@ from benchmarks.probes import PROBES, ProbeContext, ProbeError
 from benchmarks.probes.base import Cancelled, MeshNode, Peer, ReferenceSlots, no_barrier
 from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
 from benchmarks.sample import Sample
+from contract.run_spec import RunSpec
 from workers import inventory
 from workers.api_client import ApiError, NodeApi
 
@@ -163,7 +164,7 @@ class PlatformSlots(ReferenceSlots):
             log.warning("giving back %s for run %s failed: %s", peer, self.run_id, exc)
 
 
-def run_probes(spec: dict[str, Any], report: Any,
+def run_probes(spec: RunSpec, report: Any,
                barrier: Callable[[str], None] = no_barrier,
                references: ReferenceSlots | None = None) -> list[Sample]:
     ctx = ProbeContext(params=spec["params"], peers=[Peer.from_dict(p) for p in spec["peers"]],
@@ -176,15 +177,17 @@ def run_probes(spec: dict[str, Any], report: Any,
         probe = PROBES[name](ctx)
         # The limit kills the probe's commands (iperf3, fio, torch ranks) as process groups.
         with runner.time_limit(float(spec["params"]["probe_time_limit"])):
-            probe.prepare()
             try:
+                # Inside the try: a prepare() that fails half-way (a file written, a server
+                # started) is cleaned up like a run that fails.
+                probe.prepare()
                 samples += probe.run()
             finally:
                 probe.cleanup()
     return samples
 
 
-def claim(api: NodeApi, run_id: int, max_wait: float) -> dict[str, Any] | None:
+def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
     """Claim the run, waiting out a dead attempt's lease; None when it is not ours to run.
 
     A message can come back (Redis restores unacked ones) while the lease of the attempt

@@ -19,7 +19,7 @@ from api.serializers import (
     LinkMatrixSerializer,
     RegionPathPageSerializer,
 )
-from benchmarks import metrics
+from contract import metrics
 from jobs.models import BenchmarkJob
 from leaderboard.services import clusters, links
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from benchmarks.sample import Sample
+from contract.run_spec import Rendezvous
 
 
 class ProbeError(Exception):
@@ -48,7 +49,7 @@ class Peer:
     token: str = ""
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Peer:
+    def from_dict(cls, data: Mapping[str, Any]) -> Peer:
         echo = data.get("echo_port")
         return cls(name=str(data["name"]), host=checked_host(data["host"], data["name"]),
                    iperf3_port=int(data.get("iperf3_port", 5201)),
@@ -65,7 +66,7 @@ class MeshNode:
     iperf3_port: int
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MeshNode:
+    def from_dict(cls, data: Mapping[str, Any]) -> MeshNode:
         host = checked_host(data["host"], data["name"]) if data["host"] else ""
         return cls(rank=int(data["rank"]), name=str(data["name"]), host=host,
                    iperf3_port=int(data["iperf3_port"]))
@@ -103,7 +104,7 @@ class ProbeContext:
     # rendezvous, and a barrier that returns once every node reached the named point.
     mesh: list[MeshNode] = field(default_factory=list)
     node_rank: int = 0
-    rendezvous: dict[str, Any] | None = None
+    rendezvous: Rendezvous | None = None
     barrier: Callable[[str], None] = no_barrier
     references: ReferenceSlots = field(default_factory=ReferenceSlots)
 

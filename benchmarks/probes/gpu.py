@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import metrics
 from benchmarks.nvml import NO_GPU, load_nvml
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, summarise
+from contract import metrics
 
 MIB = 1 << 20
 GB = 1e9

@@ -10,14 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import metrics, runner
+from benchmarks import runner
 from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
 from benchmarks.parsers.iperf3_server import ServerReport, json_objects, server_report
 from benchmarks.parsers.ping import PingResult, parse_ping
 from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
 from benchmarks.probes.base import MESH_PREFIX, Peer, Probe, ProbeError
 from benchmarks.sample import Sample, repeat_until_stable, summarise
-from benchmarks.schedule import link_rounds
+from contract import metrics
+from contract.schedule import link_rounds
 
 GBIT = 1e9
 # iperf3 -s serves one test at a time; another node may be using the reference endpoint,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
-from benchmarks import metrics, runner
+from benchmarks import runner
 from benchmarks.probes.base import Probe
 from benchmarks.sample import Sample, summarise
+from contract import metrics
 
 
 class NoopProbe(Probe):

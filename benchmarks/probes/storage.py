@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import metrics, runner
+from benchmarks import runner
 from benchmarks.parsers import ParseError
 from benchmarks.parsers.fio import FioError, FioResult, parse_fio
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, summarise
+from contract import metrics
 
 DATA_DIR_ENV = "BENCH_DATA_DIR"
 # Only ever used through mkdtemp, so a shared world-writable directory is safe.

@@ -24,9 +24,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
-from benchmarks import metrics, runner
+from benchmarks import runner
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, single, summarise
+from contract import metrics
 
 MIB = 1 << 20
 GB = 1e9
@@ -70,7 +71,7 @@ class TrainingProbe(Probe):
     def run(self) -> list[Sample]:
         steps = 2
         self.ctx.report(self.name, 0, steps)
-        config = {
+        config: dict[str, Any] = {
             "world_size": int(self.param("training_ranks")),
             "model_mib": int(self.param("model_mib")),
             "train_steps": int(self.param("train_steps")),

@@ -37,9 +37,9 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks import link_classes
 from certification.models import Certificate, CertificationProfile, CertificationRequest
 from certification.services import signing
+from contract import link_classes
 from fleet.models import Node
 from jobs.models import Run, Sample
 from jobs.services import submission

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from workers.certificate import canonical
+from contract.canonical import canonical
 
 
 @lru_cache(maxsize=1)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks import gpu_models, metrics
+from contract import gpu_models, metrics
 
 THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
                       "network.tcp_throughput_sent", "network.tcp_throughput_parallel",
@@ -226,7 +226,7 @@ def within_gpu_peak(f: Facts) -> Violation | None:
     if model is None:
         return Violation("within_gpu_peak", (
             f"the node claims a {f.gpu_claim!r}, which the reference table "
-            "(benchmarks/data/gpu_models.yaml) does not list: its figures cannot be bounded"))
+            "(contract/data/gpu_models.yaml) does not list: its figures cannot be bounded"))
     for s in present:
         if s["metric"] == "gpu.memcpy_bw":
             peak = model.memory_gbs

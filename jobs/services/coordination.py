@@ -1,5 +1,5 @@
 """Multi-node jobs: who the peers are (ranks, addresses), the DDP rendezvous, and the
-barriers where every node waits for the others (benchmarks.schedule says who tests what)."""
+barriers where every node waits for the others (contract.schedule says who tests what)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from benchmarks.schedule import link_rounds
+from contract.run_spec import MeshEntry, Rendezvous
+from contract.schedule import link_rounds
 from fleet.models import Node
 from jobs.models import BarrierArrival, BenchmarkJob, Run
 
@@ -18,7 +19,7 @@ RENDEZVOUS_PORT_BASE = 29500
 RENDEZVOUS_PORTS = 400
 
 
-def mesh(job: BenchmarkJob) -> list[dict[str, Any]]:
+def mesh(job: BenchmarkJob) -> list[MeshEntry]:
     """The job's nodes with their ranks (by run order) and where peers reach them."""
     # Only what a peer needs: a node's full row carries its inventory, parsed for nothing.
     runs = (job.runs.select_related("node").order_by("id")
@@ -26,12 +27,12 @@ def mesh(job: BenchmarkJob) -> list[dict[str, Any]]:
     return [mesh_entry(i, r.node) for i, r in enumerate(runs)]
 
 
-def mesh_entry(rank: int, node: Node) -> dict[str, Any]:
+def mesh_entry(rank: int, node: Node) -> MeshEntry:
     return {"rank": rank, "node_id": node.pk, "name": node.name, "host": node.address or "",
             "iperf3_port": node.iperf3_port}
 
 
-def rendezvous(job: BenchmarkJob, nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def rendezvous(job: BenchmarkJob, nodes: list[MeshEntry]) -> Rendezvous | None:
     if len(nodes) < 2:
         return None
     return {"master_addr": nodes[0]["host"] or "127.0.0.1",

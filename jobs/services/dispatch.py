@@ -16,12 +16,11 @@ from django.conf import settings
 from kombu import Connection
 
 from config.celery_app import app
+from contract.tasks import EXECUTE_RUN_TASK
 from fleet.services.broker import node_transport_options
 from jobs.models import Run
 
 log = logging.getLogger(__name__)
-
-EXECUTE_RUN_TASK = "bench.execute_run"
 
 # One open broker connection per node, reused: connecting and authenticating on every
 # publish was the largest cost of a submission (make bench, dispatch latency).

@@ -26,8 +26,8 @@ from typing import Any
 
 from django.conf import settings
 
-from benchmarks import metrics
 from benchmarks.sample import summarise
+from contract import metrics
 from fleet.models import ReferenceEndpoint
 from jobs.models import Sample
 from jobs.services import reference_records

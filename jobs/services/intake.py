@@ -6,9 +6,9 @@ import json
 import math
 from typing import Any
 
-from benchmarks import metrics
 from benchmarks.probes import PROBES
-from benchmarks.suites import SUITES
+from contract import metrics
+from contract.suites import SUITES
 
 MAX_SAMPLES = 2000
 MAX_METADATA_BYTES = 16_384

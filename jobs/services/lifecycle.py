@@ -17,8 +17,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from benchmarks.suites import SUITES, resolve_params
 from certification.services.evaluation import on_job_finished
+from contract.run_spec import PeerSpec, RunSpec
+from contract.suites import SUITES, resolve_params
 from fleet.models import Node, ReferenceEndpoint
 from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, Run, Sample
 from jobs.services import consistency, coordination, evidence, intake, multi_node, observability
@@ -43,27 +44,28 @@ class Claim:
     attempt: Attempt
     runs_in_job: int | None = None  # known when the claim read it: 1 needs no mesh query
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> RunSpec:
         """What the node needs to run it; chosen by the platform, not the host."""
         job = self.run.job
         # The token lets the reference's echo server keep its own record of this run's RTT.
         token = evidence.echo_token(self.attempt.id)
-        peers = [e.as_peer() | {"token": token} for e in ReferenceEndpoint.for_node(self.run.node)]
+        peers = [PeerSpec(**e.as_peer(), token=token)
+                 for e in ReferenceEndpoint.for_node(self.run.node)]
         nodes = ([coordination.mesh_entry(0, self.run.node)] if self.runs_in_job == 1
                  else coordination.mesh(job))
-        return {
-            "run_id": self.run.pk,
-            "attempt_id": str(self.attempt.id),
-            "suite": job.suite,
-            "profile": job.profile,
-            "probes": list(SUITES[job.suite]),
-            "params": resolve_params(job.params, job.profile),
-            "peers": peers,
-            "lease_seconds": settings.RUN_LEASE_SECONDS,
-            "mesh": nodes,
-            "node_rank": next(n["rank"] for n in nodes if n["node_id"] == self.run.node_id),
-            "rendezvous": coordination.rendezvous(job, nodes),
-        }
+        return RunSpec(
+            run_id=self.run.pk,
+            attempt_id=str(self.attempt.id),
+            suite=job.suite,
+            profile=job.profile,
+            probes=list(SUITES[job.suite]),
+            params=resolve_params(job.params, job.profile),
+            peers=peers,
+            lease_seconds=settings.RUN_LEASE_SECONDS,
+            mesh=nodes,
+            node_rank=next(n["rank"] for n in nodes if n["node_id"] == self.run.node_id),
+            rendezvous=coordination.rendezvous(job, nodes),
+        )
 
 
 def _lease_end() -> Any:

@@ -23,9 +23,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from benchmarks import metrics
 from benchmarks.probes.base import MESH_PREFIX
-from benchmarks.suites import SUITES
+from contract import metrics
+from contract.suites import SUITES
 from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample
 

@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from benchmarks.suites import MEASURING_SUITES, SUITES, is_canonical, resolve_params
+from contract.suites import MEASURING_SUITES, SUITES, is_canonical, resolve_params
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, Run
 from jobs.services.dispatch import publish_run

@@ -18,7 +18,7 @@ from django.db.models import Count
 
 
 def move(apps: Any, schema_editor: Any) -> None:
-    from benchmarks import metrics
+    from contract import metrics
     from jobs.models import BenchmarkJob
     from jobs.services import multi_node
     from leaderboard.models import LatestResult

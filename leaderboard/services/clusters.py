@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from benchmarks import metrics
+from contract import metrics
 from jobs.models import ClusterResult, LinkResult
 from jobs.services import multi_node
 from leaderboard.services.diagnosis import Finding

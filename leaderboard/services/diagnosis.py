@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from benchmarks import link_classes
+from contract import link_classes
 
 Values = Mapping[str, float]
 # Distributed training wants at least a 10 GbE link between nodes (a nominal class).

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils import timezone
 
-from benchmarks import metrics
+from contract import metrics
 from jobs.models import Run, Sample
 from leaderboard.models import LatestResult
 

@@ -18,9 +18,9 @@ from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from benchmarks import metrics
 from benchmarks.sample import percentile
-from benchmarks.suites import UNRANKED_LABEL
+from contract import metrics
+from contract.suites import UNRANKED_LABEL
 from fleet.models import Node
 from jobs.models import Sample
 from leaderboard.models import LatestResult

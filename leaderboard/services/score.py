@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from benchmarks import link_classes
+from contract import link_classes
 
 
 @dataclass(frozen=True)

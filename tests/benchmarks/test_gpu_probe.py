@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks.metrics import METRICS as ALL_METRICS
 from benchmarks.probes.base import ProbeContext
 from benchmarks.probes.gpu import GpuProbe
-from benchmarks.suites import PARAMS
+from contract.metrics import METRICS as ALL_METRICS
+from contract.suites import PARAMS
 
 
 def test_cpu_run_marks_gpu_figures_skipped() -> None:

@@ -47,7 +47,7 @@ def test_a_command_dies_with_the_process_that_ran_it() -> None:
     parent = subprocess.Popen([sys.executable, "-c",
                                "from benchmarks import runner; "
                                f"runner.run(['sh', '-c', 'exec {marker}'], timeout=60)"],
-                              cwd=str(__import__("lab.procs").lab.procs.REPO))
+                              cwd=str(__import__("lab.procs").procs.REPO))
     deadline = time.monotonic() + 10
     while marker not in pgrep(marker + "$") and time.monotonic() < deadline:
         time.sleep(0.1)

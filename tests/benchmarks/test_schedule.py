@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from benchmarks.schedule import link_rounds
+from contract.schedule import link_rounds
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8])

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.metrics import METRICS as ALL_METRICS
 from benchmarks.probes import storage
 from benchmarks.probes.base import ProbeContext, ProbeError
 from benchmarks.probes.storage import StorageProbe
-from benchmarks.suites import PARAMS as SHARED_PARAMS
+from contract.metrics import METRICS as ALL_METRICS
+from contract.suites import PARAMS as SHARED_PARAMS
 from jobs.services.consistency import LITTLE_HIGH, LITTLE_LOW
 
 TINY = {"fio_runtime": 1.0, "fio_size_mib": 8.0, "fio_numjobs": 4.0, "checkpoint_mib": 16.0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.suites import PARAMS, InvalidParams, resolve_params
+from contract.suites import PARAMS, InvalidParams, resolve_params
 
 
 def test_the_quick_profile_shortens_the_defaults_and_overrides_still_win() -> None:

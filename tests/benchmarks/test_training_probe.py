@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import torch.multiprocessing as mp
 
-from benchmarks.metrics import METRICS as ALL_METRICS
 from benchmarks.probes.base import ProbeContext
 from benchmarks.probes.training import TrainingProbe, free_port
 from benchmarks.sample import Sample
-from benchmarks.suites import PARAMS
+from contract.metrics import METRICS as ALL_METRICS
+from contract.suites import PARAMS
 
 SMALL = {"training_ranks": 2, "model_mib": 2, "train_steps": 5, "allreduce_max_mib": 4,
          "dataloader_samples": 256, "training_batch": 16, "repetitions": 9}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import requests
 
-from benchmarks.metrics import METRICS
+from contract.metrics import METRICS
 from tests.e2e.test_network_benchmark import wait_job
 
 pytestmark = pytest.mark.slow

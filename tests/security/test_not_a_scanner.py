@@ -13,7 +13,7 @@ from benchmarks import runner
 from benchmarks.probes import network
 from benchmarks.probes.base import MeshNode, Peer, ProbeContext, ProbeError
 from benchmarks.probes.network import NetworkProbe
-from benchmarks.suites import PARAMS
+from contract.suites import PARAMS
 
 
 def probe() -> NetworkProbe:

@@ -1,4 +1,4 @@
-"""Published peak figures per GPU model (benchmarks/data/gpu_models.yaml), by NVML name."""
+"""Published peak figures per GPU model (contract/data/gpu_models.yaml), by NVML name."""
 
 from __future__ import annotations
 
