@@ -1,7 +1,7 @@
 """The platform's Celery app (trusted side: dispatch and sweeper).
 
 Named celery_app so it cannot shadow the celery package. GPU hosts never load this: their
-worker app is built in workers/node_app.py from the credentials they got at enrolment.
+worker app is built in workers/host/node_app.py from the credentials they got at enrolment.
 """
 
 import os

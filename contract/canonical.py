@@ -2,7 +2,7 @@
 
 Sorted keys, no spaces, UTF-8 (not ASCII escapes): the platform signs these bytes
 (certification/services/signing.py) and `benchctl verify` checks them
-(workers/certificate.py), so both must produce exactly the same.
+(workers/buyer/certificate.py), so both must produce exactly the same.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a claim answers: everything the node needs to run, all chosen by the platform.
 
 The host never picks its peers, parameters or probes: `jobs.services.lifecycle.Claim.spec`
-builds this, `workers.execution` reads it.
+builds this, `workers.host.execution` reads it.
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from contract.suites import PROFILES, SUITES
-from workers import config as node_config
-from workers import inventory
-from workers.api_client import ApiError, enrol
 from workers.errors import CliError
+from workers.host import config as node_config
+from workers.host import inventory
+from workers.host.api_client import ApiError, enrol
 
 # What client_cli.print_rows writes; one list for every command that takes --format.
 FORMATS = ["table", "json", "csv"]
@@ -33,7 +33,7 @@ def cmd_enroll(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from workers.node_app import run_worker  # imports Celery only for the worker
+    from workers.host.node_app import run_worker  # imports Celery only for the worker
 
     cfg = node_config.load(Path(args.config))
     print(f"node worker for node {cfg.node_id} ({cfg.node_name}), queue {cfg.queue}", flush=True)
@@ -42,7 +42,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_echo_server(args: argparse.Namespace) -> int:
-    from workers import echo_server
+    from workers.host import echo_server
 
     print(f"TCP echo server on {args.bind}:{args.port}", flush=True)
     echo_server.run(args.bind, args.port, args.log)
@@ -57,7 +57,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """
     import json
 
-    from workers import certificate, trust_store
+    from workers.buyer import certificate, trust_store
 
     try:
         cert = json.loads(Path(args.certificate).read_text())
@@ -123,7 +123,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
     """Fetch a platform's public key once and pin it; print its fingerprint to compare."""
     import requests
 
-    from workers import trust_store
+    from workers.buyer import trust_store
 
     url = args.url.rstrip("/")
     try:
@@ -139,13 +139,13 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from workers.client_cli import Client
+    from workers.buyer.client import Client
 
     return Client.resolve(args.url, args.token)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from workers import client_cli
+    from workers.buyer import client as client_cli
 
     nodes = [int(n) for n in args.nodes.replace(",", " ").split()]
     job = client_cli.submit(_client(args), nodes, args.suite, args.profile,
@@ -157,7 +157,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from workers import client_cli
+    from workers.buyer import client as client_cli
 
     job = _client(args).call("GET", f"/api/v1/benchmarks/{args.job}")
     rows = [{"node": r["node"]["name"], "status": r["status"],
@@ -168,7 +168,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from workers import client_cli
+    from workers.buyer import client as client_cli
 
     job = _client(args).call("GET", f"/api/v1/benchmarks/{args.job}")
     client_cli.print_rows(client_cli.result_rows(job), args.format, f"job {job['id']}")
@@ -176,7 +176,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from workers import client_cli
+    from workers.buyer import client as client_cli
 
     rows = client_cli.compare(_client(args), [int(n) for n in args.nodes])
     client_cli.print_rows(rows, args.format, "side by side")
@@ -184,7 +184,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from workers import client_cli
+    from workers.buyer import client as client_cli
 
     rows = client_cli.leaderboard(_client(args), args.metric, args.region, args.format)
     client_cli.print_rows(rows, args.format, f"leaderboard: {args.metric}")
@@ -192,9 +192,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from workers import client_cli
+    from workers.host import doctor
 
-    checks = client_cli.doctor(Path(args.config))
+    checks = doctor.doctor(Path(args.config))
     for check in checks:
         mark = "ok  " if check.ok else "FIX "
         print(f"{mark} {check.name}: {check.detail}" + (f"\n     fix: {check.fix}" if check.fix else ""))

@@ -25,7 +25,7 @@ GBIT = 1e9
 # or it may be restarting (a refused connection): try again for a while before failing.
 BUSY_RETRIES = 10
 RETRYABLE = ("busy", "Connection refused")
-# The first line a reference's echo server reads: the run's token (workers/echo_server.py).
+# The first line a reference's echo server reads: the run's token (workers/host/echo_server.py).
 ECHO_TOKEN_PREFIX = "BENCH-TOKEN "  # noqa: S105 - a protocol keyword, not a secret
 # Tests this node served in one run, as its own server logged them (a 16-node job's matrix
 # is 15 peers x a few repetitions).
@@ -175,7 +175,7 @@ class NetworkProbe(Probe):
 
 
 def served_log(host: str, port: int) -> Path:
-    """Where this node's iperf3 server logs the tests its peers send it (workers/node_app):
+    """Where this node's iperf3 server logs the tests its peers send it (workers/host/node_app):
     the receiving end's own view of each link."""
     state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     return state / "bench" / f"iperf3-served-{host}-{port}.json"

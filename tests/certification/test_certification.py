@@ -20,7 +20,7 @@ from certification.services import signing
 from jobs.services import lifecycle
 from lab.procs import REPO
 from tests.fixtures import reference_samples
-from workers import certificate
+from workers.buyer import certificate
 
 # Typed figures for what only the host can measure; network figures come from real tests
 # against the reference endpoint (tests.fixtures.reference_samples). 60,000 IOPS at a mean

@@ -29,7 +29,7 @@ from jobs.services import lifecycle, observability, submission
 from lab.procs import REPO
 from leaderboard.models import LatestResult
 from tests.fixtures import reference_samples
-from workers import certificate, trust_store
+from workers.buyer import certificate, trust_store
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workers.netif import interface_for
+from workers.host.netif import interface_for
 
 SHOWN = (Path(__file__).parents[1] / "data" / "ip" / "addr_show.txt").read_text()
 

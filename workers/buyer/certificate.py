@@ -1,6 +1,6 @@
 """Checking a certificate anyone was given: signature, expiry, revocation.
 
-Which key to check it with is the caller's choice (a pinned key: workers/trust_store.py),
+Which key to check it with is the caller's choice (a pinned key: workers/buyer/trust_store.py),
 never the certificate's: its issuer URL and key id are only hints.
 
 A certificate is ``{"document": {...}, "signature": "<base64 Ed25519>"}``; the signature is

@@ -18,11 +18,11 @@ from celery.signals import worker_ready
 from benchmarks import runner
 from benchmarks.probes.network import served_log
 from contract.tasks import EXECUTE_RUN_TASK
-from workers import execution
-from workers.api_client import ApiError, NodeApi
-from workers.config import NodeConfig
-from workers.netif import set_socket_ifname
-from workers.redis_transport import node_broker_url
+from workers.host import execution
+from workers.host.api_client import ApiError, NodeApi
+from workers.host.config import NodeConfig
+from workers.host.netif import set_socket_ifname
+from workers.host.redis_transport import node_broker_url
 
 log = logging.getLogger(__name__)
 

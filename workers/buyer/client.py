@@ -1,4 +1,4 @@
-"""benchctl's procurement commands: submit, status, results, compare, leaderboard, doctor.
+"""benchctl's procurement commands: submit, status, results, compare, leaderboard.
 
 Configuration comes from flags, then the environment (BENCH_URL, BENCH_TOKEN), then the
 client config file (~/.config/benchctl/client.json, or BENCH_CLIENT_CONFIG), in that order.
@@ -10,8 +10,6 @@ import csv
 import io
 import json
 import os
-import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,76 +183,3 @@ def leaderboard(client: Client, metric: str, region: str, fmt: str) -> list[dict
              "region": f"{r['node']['province']}/{r['node']['city']}", "value": r["value"],
              "unit": r["unit"], "p5": r["p5"], "p95": r["p95"], "score": r["score"]["value"],
              "stale": r["stale"]} for r in page["results"]]
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-
-def doctor(config_path: Path) -> list[Check]:
-    """What a host needs to be a good node, and what to fix."""
-    from workers import config as node_config
-    from workers import inventory
-
-    checks = []
-    for tool, package in (("ping", "iputils-ping"), ("iperf3", "iperf3"), ("fio", "fio"),
-                          ("tracepath", "iputils-tracepath"), ("ip", "iproute2")):
-        path = shutil.which(tool)
-        version = inventory.TOOL_VERSION_ARGS.get(tool)
-        detail = ""
-        if path and version:
-            out = subprocess.run([tool, *version], capture_output=True, text=True, check=False)
-            detail = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else ""
-        checks.append(Check(tool, path is not None, detail or (path or "missing"),
-                            "" if path else f"apt-get install {package}"))
-    gpu = inventory.gpus()
-    checks.append(Check("NVML / GPU", bool(gpu.get("available")),
-                        json.dumps(gpu)[:200],
-                        "" if gpu.get("available") else "GPU probes will say skipped; install the "
-                        "NVIDIA driver if this host has a GPU"))
-    try:
-        import torch
-
-        checks.append(Check("torch", True, f"{torch.__version__}, CUDA available: "
-                                           f"{torch.cuda.is_available()}"))
-    except ImportError:
-        checks.append(Check("torch", False, "not installed", "pip install torch"))
-    try:
-        cfg = node_config.load(config_path)
-    except node_config.ConfigError as exc:
-        checks.append(Check("node config", False, str(exc), "benchctl enroll --url URL --token TOKEN"))
-        return checks
-    checks.append(Check("node config", True, f"node {cfg.node_id} ({cfg.node_name})"))
-    try:
-        response = requests.post(f"{cfg.api_url}/api/v1/node/heartbeat", timeout=10,
-                                 headers={"Authorization": f"Node {cfg.api_key}"})
-        ok = response.status_code == 200
-        checks.append(Check("API with node key", ok, f"HTTP {response.status_code}",
-                            "" if ok else "the key was refused: the node may be revoked; enrol again"))
-        server_date = response.headers.get("Date")
-        if server_date:
-            from email.utils import parsedate_to_datetime
-
-            skew = abs(time.time() - parsedate_to_datetime(server_date).timestamp())
-            checks.append(Check("clock skew", skew < 5, f"{skew:.1f} s",
-                                "" if skew < 5 else "sync the clock (chrony / systemd-timesyncd)"))
-    except requests.RequestException as exc:
-        checks.append(Check("API with node key", False, str(exc)[:200],
-                            f"check that {cfg.api_url} is reachable from this host"))
-    try:
-        import redis
-
-        from workers.redis_transport import node_broker_url
-
-        client = redis.Redis.from_url(cfg.broker_url, socket_timeout=5)
-        client.ping()
-        checks.append(Check("broker with node credentials", True,
-                            node_broker_url(cfg.broker_url).split("@")[-1]))
-    except Exception as exc:  # noqa: BLE001 - any broker failure is reported with its fix
-        checks.append(Check("broker with node credentials", False, str(exc)[:200],
-                            "check the broker address and that the node was not revoked"))
-    return checks

@@ -16,8 +16,8 @@ from benchmarks.probes.base import Cancelled, MeshNode, Peer, ReferenceSlots, no
 from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
 from benchmarks.sample import Sample
 from contract.run_spec import RunSpec
-from workers import inventory
-from workers.api_client import ApiError, NodeApi
+from workers.host import inventory
+from workers.host.api_client import ApiError, NodeApi
 
 log = logging.getLogger(__name__)
 
