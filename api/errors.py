@@ -1,6 +1,7 @@
 """One error shape for every endpoint: ``{"detail": ..., "errors": {field: message}}``.
 
-A database that has gone away is a 503 with a message, never a traceback.
+The domain's refusals (config.errors) get their HTTP status here and nowhere else. A
+database that has gone away is a 503 with a message, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,10 +15,35 @@ from rest_framework.exceptions import NotAuthenticated, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
+from config import errors as domain
+
 log = logging.getLogger(__name__)
+
+STATUS: dict[type[domain.DomainError], int] = {
+    domain.Invalid: status.HTTP_400_BAD_REQUEST,
+    domain.Forbidden: status.HTTP_403_FORBIDDEN,
+    domain.NotFound: status.HTTP_404_NOT_FOUND,
+    domain.Conflict: status.HTTP_409_CONFLICT,
+    domain.Unprocessable: status.HTTP_422_UNPROCESSABLE_ENTITY,
+    domain.TooMany: status.HTTP_429_TOO_MANY_REQUESTS,
+}
+
+
+def status_of(exc: domain.DomainError) -> int:
+    return next(code for kind, code in STATUS.items() if isinstance(exc, kind))
+
+
+def domain_response(exc: domain.DomainError) -> Response:
+    response = error(str(exc), status_of(exc), exc.errors, code=exc.code,
+                     retry_after=exc.retry_after)
+    if isinstance(exc, domain.TooMany) and exc.retry_after is not None:
+        response["Retry-After"] = str(max(1, round(exc.retry_after)))
+    return response
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, domain.DomainError):
+        return domain_response(exc)
     if isinstance(exc, (OperationalError, InterfaceError)):
         log.error("database unavailable: %s", exc)
         return Response({"detail": "the database is unavailable; retry in a few seconds"},

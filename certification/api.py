@@ -46,10 +46,7 @@ class NodeCertificationView(APIView):
         peers = list(Node.objects.filter(pk__in=body.validated_data["peers"], status="active"))
         if len(peers) != len(set(body.validated_data["peers"])):
             return error("unknown or revoked peer node ids", 400, {"peers": "unknown ids"})
-        try:
-            cert_request = certification.request(node, body.validated_data["profile"], user, peers)
-        except certification.CertificationError as exc:
-            return error(str(exc), exc.status)
+        cert_request = certification.request(node, body.validated_data["profile"], user, peers)
         return Response(CertificationRequestSerializer(cert_request, context={"request": request}).data,
                         status=status.HTTP_202_ACCEPTED)
 

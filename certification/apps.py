@@ -9,9 +9,21 @@ class CertificationConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from fleet.signals import node_revoked
+        from jobs.signals import job_finished
 
         post_migrate.connect(_load_profiles, sender=self)
         node_revoked.connect(_revoke_certificates)
+        job_finished.connect(_judge)
+
+
+def _judge(job_id: int, requested_by: str, **_: object) -> None:
+    # Only the platform requests certification jobs: other jobs cost no query here.
+    from jobs.models import Run
+
+    if requested_by == Run.RequestedBy.PLATFORM:
+        from certification.services.evaluation import on_job_finished
+
+        on_job_finished(job_id)
 
 
 def _revoke_certificates(node: object, reason: str, **_: object) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -45,18 +44,12 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     def create(self, request: Request) -> Response:
         body = BenchmarkRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            job, created = submission.submit(
-                current_user(request), body.validated_data["nodes"], body.validated_data["suite"],
-                body.validated_data["params"],
-                idempotency_key=request.headers.get("Idempotency-Key", "")[:128],
-                profile=body.validated_data["profile"],
-            )
-        except submission.SubmissionError as exc:
-            refused = error(str(exc), exc.status, {exc.field: str(exc)} if exc.field else None)
-            if exc.status == status.HTTP_429_TOO_MANY_REQUESTS:
-                refused["Retry-After"] = str(settings.RUN_LEASE_SECONDS)
-            return refused
+        job, created = submission.submit(
+            current_user(request), body.validated_data["nodes"], body.validated_data["suite"],
+            body.validated_data["params"],
+            idempotency_key=request.headers.get("Idempotency-Key", "")[:128],
+            profile=body.validated_data["profile"],
+        )
         if not created:  # an earlier request's job, as it stands now
             job = self.get_queryset().get(pk=job.pk)
         data = BenchmarkJobSerializer(job, context={"request": request}).data

@@ -42,12 +42,8 @@ class ClusterBoardView(APIView):
         size = query.get("size") or ""
         if size and not size.isdigit():
             return error("size must be a whole number of nodes", 400, {"size": size[:32]})
-        try:
-            sections = clusters.board(metric, int(size) if size else None,
-                                      query.get("gpu_model"), query.get("region") or "",
-                                      query.get("profile") or "")
-        except clusters.BadClusterFilter as exc:
-            return error(str(exc), 400, {exc.field: str(exc)})
+        sections = clusters.board(metric, int(size) if size else None, query.get("gpu_model"),
+                                  query.get("region") or "", query.get("profile") or "")
         unit = "Gbit/s" if metric == clusters.SLOWEST_LINK else metrics.METRICS[metric].unit
         return Response({"metric": metric, "unit": unit, "results": [
             cluster_data(e, metric) for _, entries in sections for e in entries]})
@@ -80,10 +76,7 @@ class LinkMatrixView(APIView):
         OpenApiParameter("node", int, description="the links one node is in"), FORMAT],
         responses={200: LinkMatrixSerializer})
     def get(self, request: Request) -> Response:
-        try:
-            selection = links.Selection.from_query(request.query_params)
-        except links.BadSelection as exc:
-            return error(str(exc), 400, {exc.field: str(exc)})
+        selection = links.Selection.from_query(request.query_params)
         user = current_user(request)
         if selection.job is not None and not user.is_staff and not BenchmarkJob.objects.filter(
                 pk=selection.job, owner=user).exists():

@@ -10,7 +10,6 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from api.errors import error
 from api.serializers import EnrolRequestSerializer, NodeCredentialsSerializer
 from fleet.services import enrolment
 
@@ -26,11 +25,7 @@ class EnrolView(APIView):
     def post(self, request: Request) -> Response:
         body = EnrolRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            creds = enrolment.redeem(body.validated_data["token"], body.validated_data["address"],
-                                     body.validated_data["inventory"],
-                                     body.validated_data["iperf3_port"])
-        except enrolment.EnrolmentError as exc:
-            return error(str(exc), exc.status)
+        creds = enrolment.redeem(body.validated_data["token"], body.validated_data["address"],
+                                 body.validated_data["inventory"], body.validated_data["iperf3_port"])
         return Response(NodeCredentialsSerializer(creds.as_config()).data,
                         status=status.HTTP_201_CREATED)

@@ -26,6 +26,7 @@ from api.serializers import (
     entries_data,
     evidence_label,
 )
+from config.errors import Invalid
 from fleet.models import Node
 from leaderboard.models import LatestResult
 from leaderboard.services import diagnosis, score
@@ -33,7 +34,6 @@ from leaderboard.services.ranking import (
     DEFAULT_METRIC,
     HISTORY_MAX_PAGE,
     HISTORY_PAGE,
-    BadFilter,
     Filters,
     entries,
     groups,
@@ -77,7 +77,8 @@ def decode_cursor(cursor: str) -> tuple[int, float, int]:
         rank, value, node_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         return int(rank), float(value), int(node_id)
     except (ValueError, TypeError, binascii.Error):
-        raise ValueError("invalid cursor; use the `next` link of the previous page") from None
+        raise Invalid("invalid cursor; use the `next` link of the previous page",
+                      field="cursor") from None
 
 
 def after(rows: QuerySet[LatestResult], higher_is_better: bool, value: float,
@@ -92,17 +93,12 @@ class LeaderboardView(LeaderboardBase):
                    responses={200: LeaderboardPageSerializer})
     def get(self, request: Request) -> Response:
         filters = self.filters()
-        try:
-            rows, profile = ranked(filters)
-            first_rank = 1
-            if request.query_params.get("cursor"):
-                first_rank, value, node_id = decode_cursor(request.query_params["cursor"])
-                rows = after(rows, metric_of(filters.metric).higher_is_better, value, node_id)
-            evidence = filters.evidence_class()
-        except BadFilter as exc:
-            return error(str(exc), 400, {exc.field: str(exc)})
-        except ValueError as exc:
-            return error(str(exc), 400, {"cursor": str(exc)})
+        rows, profile = ranked(filters)
+        first_rank = 1
+        if request.query_params.get("cursor"):
+            first_rank, value, node_id = decode_cursor(request.query_params["cursor"])
+            rows = after(rows, metric_of(filters.metric).higher_is_better, value, node_id)
+        evidence = filters.evidence_class()
         page = list(rows[:PAGE_SIZE + 1])
         more = len(page) > PAGE_SIZE
         page = page[:PAGE_SIZE]
@@ -128,10 +124,7 @@ class GroupView(LeaderboardBase):
     @extend_schema(parameters=FILTER_PARAMS, responses={200: GroupPageSerializer})
     def get(self, request: Request) -> Response:
         filters = self.filters()
-        try:
-            rows, profile = groups(filters, self.by)
-        except BadFilter as exc:
-            return error(str(exc), 400, {exc.field: str(exc)})
+        rows, profile = groups(filters, self.by)
         return Response({"metric": filters.metric, "profile": profile, "unit":
                          metric_of(filters.metric).unit, "results": [r.__dict__ for r in rows]})
 
@@ -156,13 +149,8 @@ class NodeHistoryView(LeaderboardBase):
         if not raw_size.isdigit():
             return error("page_size must be a whole number", 400, {"page_size": raw_size[:32]})
         size = max(1, min(int(raw_size), HISTORY_MAX_PAGE))
-        try:
-            after = history_cursor(request.query_params.get("cursor", ""))
-            points = history(node, metric, after, size + 1)
-        except BadFilter as exc:
-            return error(str(exc), 400, {exc.field: str(exc)})
-        except ValueError as exc:
-            return error(str(exc), 400, {"cursor": str(exc)})
+        after = history_cursor(request.query_params.get("cursor", ""))
+        points = history(node, metric, after, size + 1)
         next_url = None
         if len(points) > size:
             points = points[:size]
@@ -180,7 +168,8 @@ def history_cursor(cursor: str) -> tuple[Any, int] | None:
         when, sample_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         return datetime.fromisoformat(when), int(sample_id)
     except (ValueError, TypeError, binascii.Error):
-        raise ValueError("invalid cursor; use the `next` link of the previous page") from None
+        raise Invalid("invalid cursor; use the `next` link of the previous page",
+                      field="cursor") from None
 
 
 class NodeReportView(APIView):

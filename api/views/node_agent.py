@@ -12,7 +12,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.auth import NodeKeyAuthentication
-from api.errors import error
 from api.permissions import IsNode
 from api.serializers import (
     BarrierRequestSerializer,
@@ -24,8 +23,13 @@ from api.serializers import (
     RunResultSerializer,
     RunSpecSerializer,
 )
+from config.errors import Conflict, DomainError, Invalid, NotFound, Unprocessable
 from fleet.models import Node
 from jobs.services import lifecycle, observability, reference_slots
+
+# What a refused result is counted as (bench_results_rejected_total), by kind of refusal.
+REJECTIONS: dict[type[DomainError], str] = {NotFound: "not_this_nodes_run",
+                                            Conflict: "stale_attempt", Invalid: "not_measured"}
 
 _Ack = inline_serializer("Ack", {"status": serializers.CharField()})
 
@@ -57,10 +61,7 @@ class HeartbeatView(NodeView):
 class ClaimView(NodeView):
     @extend_schema(request=None, responses={200: RunSpecSerializer})
     def post(self, request: Request, run_id: int) -> Response:
-        try:
-            claim = lifecycle.claim(self.node, run_id)
-        except lifecycle.LifecycleError as exc:
-            return error(str(exc), exc.status, code=exc.code, retry_after=exc.retry_after)
+        claim = lifecycle.claim(self.node, run_id)
         # spec() is built of plain JSON types already; RunSpecSerializer documents it.
         return Response(claim.spec())
 
@@ -70,11 +71,8 @@ class ProgressView(NodeView):
     def post(self, request: Request, run_id: int) -> Response:
         body = RunProgressSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            lifecycle.renew(self.node, run_id, body.validated_data["attempt_id"],
-                            body.validated_data["progress"])
-        except lifecycle.LifecycleError as exc:
-            return error(str(exc), exc.status)
+        lifecycle.renew(self.node, run_id, body.validated_data["attempt_id"],
+                        body.validated_data["progress"])
         return Response({"status": "ok"})
 
 
@@ -90,11 +88,10 @@ class ResultView(NodeView):
             stored = lifecycle.finish(self.node, run_id, uuid.UUID(str(data["attempt_id"])),
                                       data["status"] == "succeeded", data["samples"],
                                       data["error"], data["inventory"])
-        except lifecycle.LifecycleError as exc:
-            if exc.status != 422:  # refused results are counted by the rule they broke
-                observability.count_rejection({404: "not_this_nodes_run", 409: "stale_attempt",
-                                               400: "not_measured"}.get(exc.status, "other"))
-            return error(str(exc), exc.status, exc.errors, code=exc.code)
+        except DomainError as exc:
+            if not isinstance(exc, Unprocessable):  # counted by the rule they broke
+                observability.count_rejection(REJECTIONS.get(type(exc), "other"))
+            raise
         return Response({"status": "stored" if stored else "already stored"})
 
 
@@ -103,11 +100,8 @@ class BarrierView(NodeView):
     def post(self, request: Request, run_id: int) -> Response:
         body = BarrierRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            state = lifecycle.barrier(self.node, run_id, body.validated_data["attempt_id"],
-                                      body.validated_data["name"])
-        except lifecycle.LifecycleError as exc:
-            return error(str(exc), exc.status)
+        state = lifecycle.barrier(self.node, run_id, body.validated_data["attempt_id"],
+                                  body.validated_data["name"])
         return Response(state.as_dict())
 
 
@@ -121,12 +115,9 @@ class ReferenceSlotView(NodeView):
         body = ReferenceSlotRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        try:
-            if data["release"]:
-                reference_slots.give_back(self.node, run_id, data["attempt_id"], data["peer"])
-                return Response({"granted": False, "wait_s": 0.0})
-            state = reference_slots.take(self.node, run_id, data["attempt_id"], data["peer"],
-                                         data["seconds"])
-        except reference_slots.SlotError as exc:
-            return error(str(exc), exc.status)
+        if data["release"]:
+            reference_slots.give_back(self.node, run_id, data["attempt_id"], data["peer"])
+            return Response({"granted": False, "wait_s": 0.0})
+        state = reference_slots.take(self.node, run_id, data["attempt_id"], data["peer"],
+                                     data["seconds"])
         return Response(state.as_dict())

@@ -34,11 +34,8 @@ class EnrolmentTokenView(APIView):
         region = Region.objects.filter(code=body.validated_data["region"]).first()
         if region is None:
             return error("unknown region", 400, {"region": "no region with this code"})
-        try:
-            token, plain = enrolment.create_token(provider, region,
-                                                  body.validated_data["node_name"], current_user(request))
-        except enrolment.EnrolmentError as exc:
-            return error(str(exc), exc.status)
+        token, plain = enrolment.create_token(provider, region, body.validated_data["node_name"],
+                                              current_user(request))
         data = {"token": plain, "node_name": token.node_name, "region": region.code,
                 "expires_at": token.expires_at}
         return Response(EnrolmentTokenSerializer(data).data, status=status.HTTP_201_CREATED)

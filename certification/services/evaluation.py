@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from certification.models import Certificate, CertificationProfile, CertificationRequest
 from certification.services import signing
+from config.errors import Forbidden, Invalid
 from contract import link_classes
 from fleet.models import Node
 from jobs.models import Run, Sample
@@ -53,12 +54,6 @@ TIERS = [(0.5, "gold"), (0.2, "silver"), (0.0, "bronze")]
 # Given when a criterion could not be measured here (no GPU): below every full tier.
 PARTIAL_TIER = "partial"
 TIER_ORDER = ["gold", "silver", "bronze", PARTIAL_TIER]
-
-
-class CertificationError(Exception):
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> list[CertificationProfile]:
@@ -84,7 +79,7 @@ def latest_profile(name: str) -> CertificationProfile:
     profile = CertificationProfile.objects.filter(name=name).order_by("-version").first()
     if profile is None:
         known = sorted(set(CertificationProfile.objects.values_list("name", flat=True)))
-        raise CertificationError(f"unknown certification profile {name!r}; known: {known}")
+        raise Invalid(f"unknown certification profile {name!r}; known: {known}")
     return profile
 
 
@@ -95,10 +90,10 @@ def request(node: Node, profile_name: str, user: User,
     peers = peers or []
     multi = any(c.get("requires") == "multi_node" for c in profile.criteria)
     if multi and not peers:
-        raise CertificationError(f"{profile.name} measures nodes together: name the peer nodes "
-                                 "(`peers`) to run the multi-node job with")
+        raise Invalid(f"{profile.name} measures nodes together: name the peer nodes "
+                      "(`peers`) to run the multi-node job with")
     if any(p.provider_id != node.provider_id for p in peers):
-        raise CertificationError("peers must belong to the same provider", 403)
+        raise Forbidden("peers must belong to the same provider")
     # A random seed the host cannot know in advance (fio offsets, data, model init).
     params = {"seed": secrets.randbelow(2**31), "training_ranks": 1 if peers else 2}
     with transaction.atomic():

@@ -12,23 +12,16 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from config.errors import Conflict, Invalid, NotFound
 from fleet.models import EnrolmentToken, Node, Provider, Region
 from fleet.services import broker, secrets
-
-
-class EnrolmentError(Exception):
-    """A token that cannot be redeemed; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def create_token(provider: Provider, region: Region, node_name: str,
                  user: User) -> tuple[EnrolmentToken, str]:
     """A new enrolment token; the plain token is returned here and never again."""
     if Node.objects.filter(provider=provider, name=node_name).exists():
-        raise EnrolmentError(f"provider already has a node named {node_name!r}", 409)
+        raise Conflict(f"provider already has a node named {node_name!r}")
     plain = secrets.new_secret()
     token = EnrolmentToken.objects.create(
         provider=provider, region=region, node_name=node_name,
@@ -86,7 +79,7 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
            iperf3_port: int = 5201) -> Credentials:
     problem = address_error(address)
     if problem:  # before the token is spent: the host can enrol again with a good address
-        raise EnrolmentError(f"address: {problem}", 400)
+        raise Invalid(f"address: {problem}")
     now = timezone.now()
     with transaction.atomic():
         # Conditional UPDATE: of two hosts racing with one token, exactly one gets the row.
@@ -95,13 +88,12 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
         ).update(used_at=now)
         token = EnrolmentToken.objects.filter(token_hash=secrets.digest(plain_token)).first()
         if token is None:
-            raise EnrolmentError("unknown enrolment token", 404)
+            raise NotFound("unknown enrolment token")
         if not claimed:
             if token.used_at is not None:
-                raise EnrolmentError("this enrolment token was already used; ask the "
-                                     "provider for a new one", 409)
-            raise EnrolmentError("this enrolment token has expired; ask the provider "
-                                 "for a new one", 409)
+                raise Conflict("this enrolment token was already used; ask the "
+                               "provider for a new one")
+            raise Conflict("this enrolment token has expired; ask the provider for a new one")
         api_key, prefix, key_hash = secrets.new_api_key()
         node = Node.objects.create(
             provider=token.provider, region=token.region, name=token.node_name,

@@ -8,17 +8,17 @@ from django.utils import timezone
 
 from fleet.models import Node
 from fleet.services import broker
-from fleet.signals import node_revoked
+from fleet.signals import node_revoked, node_revoking
 
 
 def revoke(node: Node, reason: str) -> None:
-    from jobs.services.lifecycle import fail_open_runs  # jobs depends on fleet, not back
-
     with transaction.atomic():
         Node.objects.filter(pk=node.pk).update(status=Node.Status.REVOKED,
                                                 revoked_at=timezone.now(),
                                                 revoked_reason=reason[:255])
-        fail_open_runs(node, "node revoked")
+        # Jobs fails the node's open runs (it connects in its ready(): jobs depends on
+        # fleet, not back).
+        node_revoking.send(Node, node=node, reason=reason)
         if settings.NODE_BROKER_ACL and node.broker_user:
             broker.delete_node_user(node.pk)
         # Certification revokes the node's certificates: a revoked host vouches for nothing.

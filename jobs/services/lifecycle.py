@@ -17,25 +17,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from certification.services.evaluation import on_job_finished
+from config.errors import Conflict, Invalid, NotFound, Unprocessable
 from contract.run_spec import PeerSpec, RunSpec
 from contract.suites import SUITES, resolve_params
 from fleet.models import Node, ReferenceEndpoint
 from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, Run, Sample
 from jobs.services import consistency, coordination, evidence, intake, multi_node, observability
-from leaderboard.services.latest import record_latest
+from jobs.signals import job_finished, run_stored
 
 log = logging.getLogger(__name__)
-
-
-class LifecycleError(Exception):
-    def __init__(self, message: str, status: int, code: str = "",
-                 retry_after: float | None = None, errors: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.retry_after = retry_after
-        self.errors = errors
 
 
 @dataclass(frozen=True)
@@ -76,13 +66,11 @@ def _node_run(node: Node, run_id: int) -> Run:
     # Another node's run answers exactly like a missing one: nothing to learn from probing ids.
     # Only the run's row is locked: FOR UPDATE over the join also locked the job (every run
     # of a job queued behind it) and the node (behind its last-seen update).
-    # The job's certification request (if any) comes along, so that finishing an ordinary
-    # run asks nothing more of the database.
     run = (Run.objects.select_for_update(of=("self",))
-           .select_related("job", "job__certification")
+           .select_related("job")
            .filter(pk=run_id, node=node).first())
     if run is None:
-        raise LifecycleError("no such run for this node", 404)
+        raise NotFound("no such run for this node")
     run.node = node  # the authenticated node: no need to read it again
     return run
 
@@ -141,15 +129,14 @@ def claim(node: Node, run_id: int) -> Claim:
         if run.status == Run.Status.RUNNING and not lease_over:
             assert run.lease_expires_at is not None
             # A live attempt holds it (or a dead one whose lease has not run out yet).
-            raise LifecycleError(f"run {run_id} is leased by another attempt", 409, code="leased",
-                                 retry_after=(run.lease_expires_at - now).total_seconds())
+            raise Conflict(f"run {run_id} is leased by another attempt", code="leased",
+                           retry_after=(run.lease_expires_at - now).total_seconds())
         if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
-            raise LifecycleError(f"run {run_id} is {run.status} and cannot be claimed", 409,
-                                 code=run.status)
+            raise Conflict(f"run {run_id} is {run.status} and cannot be claimed", code=run.status)
         if run.attempts >= settings.RUN_MAX_ATTEMPTS:
             _finish(run, Run.Status.FAILED,
                     f"gave up after {run.attempts} attempts (leases expired)", now)
-            raise LifecycleError(f"run {run_id} failed after {run.attempts} attempts", 409)
+            raise Conflict(f"run {run_id} failed after {run.attempts} attempts")
         if run.current_attempt is not None:
             Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
                 finished_at=now, outcome="expired")
@@ -210,7 +197,7 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
         # needs reading (a retried post of a stored result, or a late one).
         attempt = None if current else Attempt.objects.filter(pk=attempt_id, run=run).first()
         if not current and attempt is None:
-            raise LifecycleError("unknown attempt for this run", 404)
+            raise NotFound("unknown attempt for this run")
         if attempt is not None and attempt.finished_at is not None and attempt.outcome in (
                 Run.Status.SUCCEEDED, Run.Status.FAILED):
             return False  # the same attempt posted twice (a retry): stored once already
@@ -219,9 +206,9 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
                         run_id, attempt_id, run.status,
                         extra={"run_id": run_id, "job_id": run.job_id, "node_id": node.pk,
                                "attempt_id": attempt_id})
-            raise LifecycleError(
+            raise Conflict(
                 f"attempt {attempt_id} is no longer current for run {run_id} "
-                f"(run is {run.status}); result not stored", 409)
+                f"(run is {run.status}); result not stored")
         spent: list[tuple[int, str]] = []
         if succeeded:
             try:
@@ -239,20 +226,19 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
             observability.count_rejection(f"inconsistent:{violation.check}")
         log.warning("run %s refused: %s", run.pk, refused, extra={"run_id": run.pk,
                                                                   "node_id": node.pk})
-        raise LifecycleError(f"inconsistent result, not stored: {refused}", 422,
-                             code="inconsistent",
-                             errors={v.check: v.message for v in refused.found})
+        raise Unprocessable(f"inconsistent result, not stored: {refused}", code="inconsistent",
+                            errors={v.check: v.message for v in refused.found})
     return True
 
 
 def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str, Any]],
             inventory: dict[str, Any], now: Any) -> list[tuple[int, str]]:
     """Check a succeeded result; returns the reference records it spends. Raises
-    LifecycleError (400) for what the job cannot have measured, Refused for the rest."""
+    Invalid for what the job cannot have measured, Refused for the rest."""
     job = run.job
     declared = intake.declared_errors(samples, job.suite)
     if declared:
-        raise LifecycleError("; ".join(declared.values()), 400, errors=declared)
+        raise Invalid("; ".join(declared.values()), errors=declared)
     since = run.started_at.timestamp() if run.started_at else 0.0
     # The node's references, read once: evidence and the loopback exemption both need them.
     network = any(s["metric"].startswith("network.") for s in samples)
@@ -302,11 +288,8 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
     run.inventory = inventory
     _finish(run, status, "" if succeeded else (error or "probe failed"), now)
     Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
-    if succeeded and run.ranked:
-        record_latest(run, stored)
-    if hasattr(run.job, "certification"):
-        # A certification run is judged once its job's runs have all finished.
-        transaction.on_commit(lambda: on_job_finished(run.job_id))
+    # The board's projection (leaderboard) commits with the run.
+    run_stored.send(Run, run=run, samples=stored, succeeded=succeeded)
     log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
                                                  "node_id": node.pk, "attempt_id": attempt_id})
     if inventory and inventory != node.inventory:  # it rarely changes: no write each run
@@ -320,19 +303,28 @@ def _finish(run: Run, status: str, error: str, now: Any) -> None:
     run.finished_at = now
     run.lease_expires_at = None
     run.save()
-    if multi_node.concerns(run.job):
-        # The job's links and cluster, once its last run is in (multi_node checks; cancel
-        # and the sweeper's queue timeout call it too).
-        job_id = run.job_id
-        transaction.on_commit(lambda: multi_node.record(job_id))
+    job, requested_by = run.job, run.requested_by
+    transaction.on_commit(lambda: _after_run(job, requested_by))
+
+
+def _after_run(job: BenchmarkJob, requested_by: str) -> None:
+    """Once a job's last run is in: its links and cluster, then job_finished (certification
+    judges on it). A single-node job is finished with its run: no query."""
+    if job.node_count > 1 and Run.objects.filter(job_id=job.pk).exclude(
+            status__in=Run.FINISHED).exists():
+        return
+    if multi_node.concerns(job):
+        # (cancel and the sweeper's queue timeout record links too.)
+        multi_node.record(job.pk, finished=True)
+    job_finished.send(BenchmarkJob, job_id=job.pk, requested_by=requested_by)
 
 
 def _explain_stale(node: Node, run_id: int, attempt_id: uuid.UUID) -> None:
     run = Run.objects.filter(pk=run_id, node=node).first()
     if run is None:
-        raise LifecycleError("no such run for this node", 404)
-    raise LifecycleError(
-        f"attempt {attempt_id} is no longer current for run {run_id} (run is {run.status})", 409)
+        raise NotFound("no such run for this node")
+    raise Conflict(
+        f"attempt {attempt_id} is no longer current for run {run_id} (run is {run.status})")
 
 
 def cancel(job: BenchmarkJob) -> int:
@@ -354,10 +346,10 @@ def fail_open_runs(node: Node, reason: str) -> int:
 def barrier(node: Node, run_id: int, attempt_id: uuid.UUID, name: str) -> coordination.BarrierState:
     run = Run.objects.select_related("job").filter(pk=run_id, node=node).first()
     if run is None:
-        raise LifecycleError("no such run for this node", 404)
+        raise NotFound("no such run for this node")
     if run.status != Run.Status.RUNNING or run.current_attempt != attempt_id:
-        raise LifecycleError(f"attempt {attempt_id} is no longer current for run {run_id}", 409)
+        raise Conflict(f"attempt {attempt_id} is no longer current for run {run_id}")
     problem = coordination.name_error(run.job, name)
     if problem:
-        raise LifecycleError(problem, 400)
+        raise Invalid(problem)
     return coordination.arrive(run, name)

@@ -39,10 +39,12 @@ def concerns(job: BenchmarkJob) -> bool:
     return job.node_count > 1 and ("network" in probes or "training" in probes)
 
 
-def record(job_id: int) -> bool:
-    """Store the job's link and cluster results once its runs are all finished."""
+def record(job_id: int, finished: bool = False) -> bool:
+    """Store the job's link and cluster results once its runs are all finished (``finished``:
+    the caller has just checked)."""
     # Each run of the job asks as it finishes: one cheap count until the last one is in.
-    if Run.objects.filter(job_id=job_id).exclude(status__in=Run.FINISHED).exists():
+    if not finished and Run.objects.filter(job_id=job_id).exclude(
+            status__in=Run.FINISHED).exists():
         return False
     job = BenchmarkJob.objects.filter(pk=job_id).first()
     if job is None or not concerns(job):

@@ -19,18 +19,13 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from config.errors import Conflict, Invalid, TooMany
 from fleet.models import Node
 from jobs.models import ReferenceQueue, ReferenceSlot, Run
 from jobs.services import evidence
 
 MAX_SECONDS = 300  # one ask holds the slot at most this long; a longer test asks again
 QUEUE_STALE_S = 10.0  # a waiting run asks every half second; one that stopped has left
-
-
-class SlotError(Exception):
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -77,9 +72,9 @@ def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: flo
             return _wait(held, now)
     elif held is not None and _first_in_line(endpoint, now, excluding=run_id) is not None and (
             now - held.taken_at).total_seconds() > settings.REFERENCE_MAX_HOLD_SECONDS:
-        raise SlotError(f"this run has held {peer} for more than "
-                        f"{settings.REFERENCE_MAX_HOLD_SECONDS} s while other nodes wait; "
-                        "give it back and ask again", 429)
+        raise TooMany(f"this run has held {peer} for more than "
+                      f"{settings.REFERENCE_MAX_HOLD_SECONDS} s while other nodes wait; "
+                      "give it back and ask again")
     with connection.cursor() as cursor:
         cursor.execute(_TAKE_SQL, {"endpoint": endpoint, "run": run_id, "until": until, "now": now})
         won = cursor.fetchone()
@@ -114,8 +109,8 @@ def give_back(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> None
 def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> int:
     if not Run.objects.filter(pk=run_id, node=node, status=Run.Status.RUNNING,
                               current_attempt=attempt_id).exists():
-        raise SlotError(f"attempt {attempt_id} is not running run {run_id} on this node", 409)
+        raise Conflict(f"attempt {attempt_id} is not running run {run_id} on this node")
     endpoint = evidence.references_by_peer(node).get(peer)
     if endpoint is None:
-        raise SlotError(f"{peer[:80]!r} is not one of this node's reference endpoints", 400)
+        raise Invalid(f"{peer[:80]!r} is not one of this node's reference endpoints")
     return int(endpoint.pk)

@@ -15,6 +15,7 @@ from django.db.models import Exists, OuterRef
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from config.errors import Conflict, Invalid, TooMany
 from contract.suites import MEASURING_SUITES, SUITES, is_canonical, resolve_params
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, Run
@@ -25,13 +26,6 @@ from jobs.services.dispatch import publish_run
 RESPONSE_NODE_FIELDS = ("id", "name", "status", "enrolled_at", "last_seen_at", "revoked_reason",
                         "provider__name", "provider__kind", "region__code", "region__province",
                         "region__city")
-
-
-class SubmissionError(Exception):
-    def __init__(self, message: str, status: int = 400, field: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.field = field
 
 
 def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any],
@@ -53,8 +47,7 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
     """
     params = params or {}
     if suite not in SUITES:
-        raise SubmissionError(f"unknown suite {suite!r}; choose one of {sorted(SUITES)}",
-                              field="suite")
+        raise Invalid(f"unknown suite {suite!r}; choose one of {sorted(SUITES)}", field="suite")
     resolve_params(params, profile)  # raises InvalidParams with per-field messages
     digest = request_digest(node_ids, suite, params, profile)
     if idempotency_key:
@@ -71,7 +64,7 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
                            provider_id=OuterRef("provider_id"), user_id=owner.pk)))}
     missing = [i for i in unique_ids if i not in nodes]
     if missing:
-        raise SubmissionError(f"unknown or revoked node ids: {missing}", field="nodes")
+        raise Invalid(f"unknown or revoked node ids: {missing}", field="nodes")
     _check_queue_bounds(nodes.values())
 
     try:
@@ -143,8 +136,7 @@ def _insert(owner: User, suite: str, profile: str, params: dict[str, Any], key: 
 
 def _same_request(job: BenchmarkJob, digest: str) -> BenchmarkJob:
     if job.request_digest != digest:
-        raise SubmissionError("this Idempotency-Key was used with a different request body",
-                              status=409)
+        raise Conflict("this Idempotency-Key was used with a different request body")
     return job
 
 
@@ -163,15 +155,16 @@ def _check_queue_bounds(nodes: Iterable[Node]) -> None:
     nodes = list(nodes)
     full = [n.pk for n in nodes if getattr(n, "queued", 0) >= settings.NODE_MAX_QUEUED_RUNS]
     if full:
-        raise SubmissionError(
+        raise Conflict(
             f"nodes {full} already have {settings.NODE_MAX_QUEUED_RUNS} queued runs; "
-            "wait for them to finish", status=409, field="nodes")
+            "wait for them to finish", field="nodes")
     mine = [n.pk for n in nodes
             if getattr(n, "mine", 0) >= settings.USER_MAX_QUEUED_RUNS_PER_NODE]
     if mine:
-        raise SubmissionError(
+        raise TooMany(
             f"you already have {settings.USER_MAX_QUEUED_RUNS_PER_NODE} queued runs on nodes "
-            f"{mine}; wait for them to finish", status=429, field="nodes")
+            f"{mine}; wait for them to finish", field="nodes",
+            retry_after=settings.RUN_LEASE_SECONDS)
 
 
 def _attach(job: BenchmarkJob, runs: list[Run], nodes: Mapping[int, Node]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from config.errors import Invalid
 from contract import metrics
 from jobs.models import ClusterResult, LinkResult
 from jobs.services import multi_node
@@ -27,8 +28,8 @@ BUSBW_OF_LINK = 0.9
 SLOW_LINK = 0.8
 
 
-class BadClusterFilter(ValueError):
-    field = "metric"
+class BadClusterFilter(Invalid, ValueError):
+    default_field = "metric"
 
 
 @dataclass

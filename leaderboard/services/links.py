@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
+from config.errors import Invalid
 from fleet.models import Node
 from jobs.models import LinkResult
 from jobs.services.multi_node import latest_per_pair
@@ -20,8 +21,8 @@ from jobs.services.multi_node import latest_per_pair
 MAX_MATRIX_NODES = 64
 
 
-class BadSelection(ValueError):
-    field = "job"
+class BadSelection(Invalid, ValueError):
+    default_field = "job"
 
 
 @dataclass(frozen=True)

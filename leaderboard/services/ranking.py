@@ -19,6 +19,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from benchmarks.sample import percentile
+from config.errors import Invalid
 from contract import metrics
 from contract.suites import UNRANKED_LABEL
 from fleet.models import Node
@@ -31,8 +32,10 @@ DEFAULT_METRIC = "network.tcp_throughput"
 THROUGHPUT_METRIC = "training.samples_per_s"
 
 
-class BadFilter(ValueError):
-    field = "metric"
+class BadFilter(Invalid, ValueError):
+    """A board filter that names nothing on the board; the field says which."""
+
+    default_field = "metric"
 
 
 class UnknownMetric(BadFilter):
@@ -40,7 +43,7 @@ class UnknownMetric(BadFilter):
 
 
 class BadEvidence(BadFilter):
-    field = "evidence"
+    default_field = "evidence"
 
 
 EVIDENCE_CHOICES = ("verified", "any")

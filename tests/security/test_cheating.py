@@ -20,9 +20,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
+from api.errors import status_of
 from certification.models import Certificate, CertificationRequest
 from certification.services import evaluation as certification
 from certification.services import signing
+from config.errors import DomainError
 from fleet.services import revocation
 from jobs.models import Run, Sample
 from jobs.services import lifecycle, observability, submission
@@ -152,10 +154,10 @@ def test_another_hosts_test_cannot_be_presented(buyer: Any, enrol_node: Any,
     lifecycle.finish(fast.node, fast_claim.run.pk, fast_claim.attempt.id, True,
                      json.loads(json.dumps(throughput)), "", {})
     # The slow node's host presents the fast node's tests (their cookies) as its own.
-    with pytest.raises(lifecycle.LifecycleError) as refused:
+    with pytest.raises(DomainError) as refused:
         lifecycle.finish(slow.node, slow_claim.run.pk, slow_claim.attempt.id, True,
                          json.loads(json.dumps(throughput)), "", {})
-    assert refused.value.status == 422 and "reference_record_reused" in str(refused.value)
+    assert status_of(refused.value) == 422 and "reference_record_reused" in str(refused.value)
 
 
 def test_a_test_from_before_the_run_stays_host_reported(buyer: Any, enrol_node: Any,
