@@ -1,4 +1,5 @@
-"""GPU utilisation and power sampled through NVML on a background thread.
+"""The host's GPUs through NVML: their inventory, and utilisation and power sampled on a
+background thread.
 
 pynvml is imported lazily so that hosts without it (or without an NVIDIA driver) can still
 import this module; the sampler then says why it has no figures instead of inventing zeros.
@@ -11,6 +12,7 @@ import importlib
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,88 @@ def load_nvml() -> tuple[Any | None, str | None]:
 def _is_nvml_error(nvml: Any, exc: Exception) -> bool:
     error_type = getattr(nvml, "NVMLError", None)
     return isinstance(error_type, type) and isinstance(exc, error_type)
+
+
+MIB = 1 << 20
+NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS
+
+
+def inventory(nvml: Any | None = None) -> dict[str, Any]:
+    """The GPUs as NVML sees them, one shape for the node's inventory and the GPU probe:
+    ``{"available": True, "driver", "cuda_driver", "devices": [...]}``, or
+    ``{"available": False, "reason"}``.
+
+    Only the count, the name and the handle are required of a board; every other field is
+    read guarded, since NVML answers NotSupported for some of them on some boards (PCIe
+    fields under virtualisation, serials on consumer cards, NVLink on PCIe cards): unknown
+    is None, never 0. ``nvml`` is an initialised pynvml-like object (tests pass a recorded
+    one); without it, pynvml is loaded and shut down here.
+    """
+    owned = nvml is None
+    if nvml is None:
+        nvml, skipped = load_nvml()
+        if nvml is None:
+            return {"available": False, "reason": skipped}
+    try:
+        devices = []
+        for index in range(int(nvml.nvmlDeviceGetCount())):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            memory = _optional(lambda h: int(nvml.nvmlDeviceGetMemoryInfo(h).total), handle)
+            devices.append({
+                "index": index,
+                "name": _text(nvml.nvmlDeviceGetName(handle)),
+                "uuid": _optional_text(nvml, "nvmlDeviceGetUUID", handle),
+                "serial": _optional_text(nvml, "nvmlDeviceGetSerial", handle),
+                "memory_bytes": memory,
+                "memory_total_mib": memory // MIB if memory is not None else None,
+                "pcie_gen": _optional(getattr(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", None), handle),
+                "pcie_width": _optional(getattr(nvml, "nvmlDeviceGetCurrPcieLinkWidth", None), handle),
+                "pcie_gen_max": _optional(getattr(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", None),
+                                          handle),
+                "pcie_width_max": _optional(getattr(nvml, "nvmlDeviceGetMaxPcieLinkWidth", None),
+                                            handle),
+                "nvlinks": nvlink_count(nvml, handle),
+            })
+        return {"available": True, "driver": _optional_text(nvml, "nvmlSystemGetDriverVersion"),
+                "cuda_driver": _optional(lambda _: int(nvml.nvmlSystemGetCudaDriverVersion()), None),
+                "devices": devices}
+    except Exception as exc:  # noqa: BLE001 - an NVML that fails on the required fields: no GPU
+        return {"available": False, "reason": f"{NO_GPU} ({exc})"}
+    finally:
+        if owned:
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _optional(read: Callable[[Any], Any] | None, handle: Any) -> int | None:
+    if read is None:
+        return None
+    try:
+        return int(read(handle))
+    except Exception:  # noqa: BLE001 - NVML raises NotSupported on some boards: unknown, not 0
+        return None
+
+
+def _optional_text(nvml: Any, name: str, *args: Any) -> str | None:
+    try:
+        return _text(getattr(nvml, name)(*args))
+    except Exception:  # noqa: BLE001 - NotSupported, or an older pynvml without the call
+        return None
+
+
+def nvlink_count(nvml: Any, handle: Any) -> int:
+    active = 0
+    for link in range(NVLINK_MAX_LINKS):
+        try:
+            if nvml.nvmlDeviceGetNvLinkState(handle, link):
+                active += 1
+        except Exception:  # noqa: BLE001 - NotSupported / InvalidArgument: no more links
+            break
+    return active
 
 
 class NvmlSampler:

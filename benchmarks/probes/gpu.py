@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.nvml import NO_GPU, load_nvml
+from benchmarks import nvml
+from benchmarks.nvml import NO_GPU
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, summarise
 from contract import metrics
@@ -24,54 +25,6 @@ MIN_REP_S = 0.2
 MAX_ITERS = 1000
 # A CPU-only host would take minutes at GPU sizes (bf16 especially): cap n there, and say so.
 CPU_MAX_N = 2048
-NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS
-
-def nvml_inventory() -> dict[str, Any]:
-    """Model, memory, driver, PCIe link and NVLink count per GPU; or the reason there is none."""
-    nvml, skipped = load_nvml()
-    if nvml is None:
-        return {"inventory": skipped}
-    try:
-        driver = nvml.nvmlSystemGetDriverVersion()
-        gpus = []
-        for index in range(int(nvml.nvmlDeviceGetCount())):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            gpus.append({
-                "index": index,
-                "model": _text(nvml.nvmlDeviceGetName(handle)),
-                "memory_mib": int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // MIB,
-                "pcie_gen": _optional(nvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-                "pcie_width": _optional(nvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
-                "pcie_gen_max": _optional(nvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
-                "pcie_width_max": _optional(nvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
-                "nvlinks": nvlink_count(nvml, handle),
-            })
-        return {"inventory": {"driver": _text(driver), "gpus": gpus}}
-    finally:
-        nvml.nvmlShutdown()
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _optional(read: Callable[[Any], Any], handle: Any) -> int | None:
-    try:
-        return int(read(handle))
-    except Exception:  # noqa: BLE001 - NVML raises NotSupported on some boards: unknown, not 0
-        return None
-
-
-def nvlink_count(nvml: Any, handle: Any) -> int:
-    active = 0
-    for link in range(NVLINK_MAX_LINKS):
-        try:
-            if nvml.nvmlDeviceGetNvLinkState(handle, link):
-                active += 1
-        except Exception:  # noqa: BLE001 - NotSupported / InvalidArgument: no more links
-            break
-    return active
-
 
 class GpuProbe(Probe):
     name = "gpu"
@@ -94,7 +47,7 @@ class GpuProbe(Probe):
         meta: dict[str, Any] = {"device": device.type, "torch_version": torch.__version__}
         if cuda:
             meta["device_name"] = torch.cuda.get_device_name(device)
-            meta |= nvml_inventory()
+            meta["inventory"] = nvml.inventory()
         else:
             meta |= {"gpu": NO_GPU, "inventory": NO_GPU, "cpu_threads": torch.get_num_threads()}
         steps = 3

@@ -1,5 +1,6 @@
 """StorageProbe run for real (fio, torch, the file system), with tiny params."""
 
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ from benchmarks.probes.base import ProbeContext, ProbeError
 from benchmarks.probes.storage import StorageProbe
 from contract.metrics import METRICS as ALL_METRICS
 from contract.suites import PARAMS as SHARED_PARAMS
+from contract.suites import PROFILES, resolve_params
 from jobs.services.consistency import LITTLE_HIGH, LITTLE_LOW
 
 TINY = {"fio_runtime": 1.0, "fio_size_mib": 8.0, "fio_numjobs": 4.0, "checkpoint_mib": 16.0,
@@ -51,17 +53,21 @@ def shm_entries() -> set[str]:
     return {p.name for p in storage.TMPFS_DIR.glob("benchctl-storage-*")}
 
 
-def test_it_defines_the_metrics_and_params_it_reports() -> None:
+def test_what_it_reports_and_reads_is_in_the_contract() -> None:
+    # Every metric it reports is in the metric table with the unit the test expects of it,
+    # and every parameter it reads is declared, with every published profile's value
+    # (and the default) inside the bounds a request is held to.
     assert {m.name: m.unit for m in METRICS} == EXPECTED_UNITS
-    assert {name: (p.default, p.low, p.high) for name, p in SHARED_PARAMS.items()
-            if name in STORAGE_PARAMS} == {
-        "fio_runtime": (10, 1, 300),
-        "fio_size_mib": (256, 4, 65536),
-        "fio_numjobs": (32, 1, 256),
-        "checkpoint_mib": (1024, 1, 65536),
-        "smallfile_count": (20000, 10, 1_000_000),
-        "smallfile_kib": (16, 1, 10240),
-    }
+    assert set(StorageProbe.produces) == set(EXPECTED_UNITS)
+    source = Path(storage.__file__).read_text()
+    read = set(re.findall(r'self\.param\("([a-z_0-9]+)"\)', source))
+    assert read and read <= set(SHARED_PARAMS), read - set(SHARED_PARAMS)
+    for name in read:
+        bounds = SHARED_PARAMS[name]
+        for profile, values in PROFILES.items():
+            value = values.get(name, bounds.default)
+            assert bounds.low <= value <= bounds.high, (profile, name, value)
+    assert resolve_params({}, "quick")["fio_runtime"] < resolve_params({}, "default")["fio_runtime"]
 
 
 def test_a_real_run_reports_every_metric_and_cleans_up(
@@ -179,5 +185,3 @@ def test_prepare_refuses_when_the_data_directory_is_too_small(
 
 
 METRICS = [m for m in ALL_METRICS.values() if m.name.startswith("storage.")]
-STORAGE_PARAMS = {"fio_runtime", "fio_size_mib", "fio_numjobs", "checkpoint_mib", "smallfile_count",
-                  "smallfile_kib"}

@@ -27,7 +27,14 @@ def test_parts_scale_against_their_targets_and_missing_ones_are_left_out() -> No
 
 
 def test_weights_are_configuration(settings: Any) -> None:
+    # Bandwidth at half its target, latency at its target: the default weights (3 and 2)
+    # give 70, and a latency weight of 0 leaves bandwidth alone (50).
+    figures = {"network.tcp_throughput": 4.5, "network.tcp_rtt": 5.0}
+    assert score(figures).parts == pytest.approx({**score(figures).parts, "bandwidth": 0.5,
+                                                  "latency": 1.0})
+    assert score(figures).value == 70.0
     settings.SCORE_WEIGHTS = {"latency": 0.0}
+    assert score(figures).value == 50.0
     assert score({"network.tcp_throughput": 4.5, "network.tcp_rtt": 10.0}).value == 50.0
     settings.SCORE_WEIGHTS = {"bandwidth": 1.0, "latency": 3.0}
     assert score({"network.tcp_throughput": 9.0, "network.tcp_rtt": 10.0}).value == pytest.approx(62.5)

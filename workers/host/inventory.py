@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from benchmarks import runner
+from benchmarks import nvml, runner
 
 TOOL_VERSION_ARGS = {"ping": ["-V"], "iperf3": ["--version"], "fio": ["--version"],
                      "tracepath": ["-V"]}
@@ -65,32 +65,8 @@ def nics() -> list[dict[str, Any]]:
 
 
 def gpus() -> dict[str, Any]:
-    """GPU inventory through NVML; says why when there is none."""
-    try:
-        import pynvml
-    except ImportError:
-        return {"available": False, "reason": "nvidia-ml-py is not installed"}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return {"available": False, "reason": f"no NVIDIA GPU: {exc}"}
-    try:
-        devices = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(handle)
-            devices.append({
-                "index": i,
-                "name": name.decode() if isinstance(name, bytes) else name,
-                "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
-                "pcie_gen": pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
-                "pcie_width": pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle),
-            })
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        return {"available": True, "driver": driver.decode() if isinstance(driver, bytes) else driver,
-                "devices": devices}
-    finally:
-        pynvml.nvmlShutdown()
+    """GPU inventory through NVML (benchmarks.nvml: one guarded reader); says why when none."""
+    return nvml.inventory()
 
 
 @lru_cache(maxsize=1)
