@@ -20,7 +20,7 @@ from api.serializers import (
     certificate_data,
 )
 from certification.models import Certificate, CertificationProfile, CertificationRequest
-from certification.services import evaluation as certification
+from certification.services import issuing as certification
 from certification.services import signing
 from fleet.models import Node
 

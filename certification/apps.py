@@ -21,19 +21,19 @@ def _judge(job_id: int, requested_by: str, **_: object) -> None:
     from jobs.models import Run
 
     if requested_by == Run.RequestedBy.PLATFORM:
-        from certification.services.evaluation import on_job_finished
+        from certification.services.issuing import on_job_finished
 
         on_job_finished(job_id)
 
 
 def _revoke_certificates(node: object, reason: str, **_: object) -> None:
-    from certification.services.evaluation import revoke_node
+    from certification.services.issuing import revoke_node
 
     revoke_node(node, reason)  # type: ignore[arg-type]
 
 
 def _load_profiles(**_: object) -> None:
     # The published certification profiles are data in the repo: keep the database in step.
-    from certification.services.evaluation import load_profiles
+    from certification.services.profiles import load_profiles
 
     load_profiles()

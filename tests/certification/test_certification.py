@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from certification.models import Certificate, CertificationRequest
-from certification.services import evaluation as certification
+from certification.services import issuing as certification
 from certification.services import signing
 from jobs.services import lifecycle
 from lab.procs import REPO

@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from certification.models import CertificationRequest
-from certification.services import evaluation as certification
-from certification.services import signing
+from certification.services import profiles, signing
 from fleet.models import Provider, Region
 from jobs.models import Run
 from jobs.services import submission
@@ -90,7 +89,7 @@ def test_a_lab_node_is_certified_end_to_end_and_its_certificate_verifies_offline
     settings.CERTIFICATION_JOB_PROFILE = "quick"
     settings.CERT_SIGNING_KEY_FILE = str(tmp_path / "key.pem")
     signing.private_key.cache_clear()
-    certification.load_profiles(REPO / "tests" / "data" / "certification" / "lab-profiles.yaml")
+    profiles.load_profiles(REPO / "tests" / "data" / "certification" / "lab-profiles.yaml")
     node = fast_lab.nodes["n1"]
     response = provider_owner.client().post(f"/api/v1/nodes/{node.node_id}/certifications",
                                             {"profile": "lab-single-node"}, format="json")

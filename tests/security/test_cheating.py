@@ -22,8 +22,8 @@ from django.utils import timezone
 
 from api.errors import status_of
 from certification.models import Certificate, CertificationRequest
-from certification.services import evaluation as certification
-from certification.services import signing
+from certification.services import criteria, signing
+from certification.services import issuing as certification
 from config.errors import DomainError
 from fleet.services import revocation
 from jobs.models import Run, Sample
@@ -325,7 +325,7 @@ def test_a_host_without_a_gpu_gets_no_medal(issued: Certificate) -> None:
     # On main this was gold: the GPU criterion "not applicable" counted as passed.
     assert issued.tier == "partial"
     assert issued.document["title"].startswith("certified without GPU")
-    assert certification.TIER_ORDER.index("partial") > certification.TIER_ORDER.index("bronze")
+    assert criteria.TIER_ORDER.index("partial") > criteria.TIER_ORDER.index("bronze")
 
 
 def test_evaluating_twice_issues_one_certificate(issued: Certificate) -> None:

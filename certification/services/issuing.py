@@ -1,4 +1,4 @@
-"""Certification: the platform schedules a run with parameters it picks, evaluates the
+"""Certification issued: the platform schedules a run with parameters it picks, evaluates the
 profile's criteria on what was measured, and issues a signed certificate when every
 applicable criterion passes. It fails closed:
 
@@ -10,12 +10,6 @@ applicable criterion passes. It fails closed:
   which were not ("certified without GPU") and its tier, ``partial``, ranks below bronze;
 - a run's evaluation is claimed with a conditional update: two runs finishing together
   issue one certificate.
-
-Tiers come from the smallest margin over the thresholds among the applicable criteria:
-
-    margin = (value - threshold) / threshold     for >= and >
-    margin = (threshold - value) / threshold     for <= and <
-    tier   = gold if min margin >= 0.5, silver if >= 0.2, else bronze
 """
 
 from __future__ import annotations
@@ -23,64 +17,26 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import operator
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-import yaml
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from certification.models import Certificate, CertificationProfile, CertificationRequest
+from certification.models import Certificate, CertificationRequest
 from certification.services import signing
+from certification.services.criteria import Figure, Figures, Outcome, evaluate_criterion, tier, title
+from certification.services.profiles import latest_profile
 from config.errors import Forbidden, Invalid
-from contract import link_classes
 from fleet.models import Node
 from jobs.models import Run, Sample
 from jobs.services import submission
 
 log = logging.getLogger(__name__)
-
-PROFILES_FILE = Path(__file__).resolve().parents[1] / "profiles.yaml"
-COMPARISONS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-TIERS = [(0.5, "gold"), (0.2, "silver"), (0.0, "bronze")]
-# Given when a criterion could not be measured here (no GPU): below every full tier.
-PARTIAL_TIER = "partial"
-TIER_ORDER = ["gold", "silver", "bronze", PARTIAL_TIER]
-
-
-def load_profiles(path: Path = PROFILES_FILE) -> list[CertificationProfile]:
-    """Sync the published profiles file into the database (after every migrate)."""
-    data = yaml.safe_load(path.read_text())
-    by_name = {p["name"]: p for p in data["profiles"]}
-    loaded = []
-    for spec in data["profiles"]:
-        criteria = list(spec["criteria"])
-        parent = spec.get("extends")
-        while parent:
-            criteria = list(by_name[parent]["criteria"]) + criteria
-            parent = by_name[parent].get("extends")
-        profile, _ = CertificationProfile.objects.update_or_create(
-            name=spec["name"], version=spec["version"],
-            defaults={"suite": spec["suite"], "description": spec.get("description", ""),
-                      "criteria": criteria})
-        loaded.append(profile)
-    return loaded
-
-
-def latest_profile(name: str) -> CertificationProfile:
-    profile = CertificationProfile.objects.filter(name=name).order_by("-version").first()
-    if profile is None:
-        known = sorted(set(CertificationProfile.objects.values_list("name", flat=True)))
-        raise Invalid(f"unknown certification profile {name!r}; known: {known}")
-    return profile
 
 
 def request(node: Node, profile_name: str, user: User,
@@ -101,98 +57,6 @@ def request(node: Node, profile_name: str, user: User,
                                    params, profile=settings.CERTIFICATION_JOB_PROFILE,
                                    by_platform=True)
         return CertificationRequest.objects.create(node=node, profile=profile, job=job)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    metric: str
-    comparison: str
-    threshold: float | None
-    value: float | None
-    status: str  # pass, fail, not applicable
-    margin: float | None
-    why: str
-    source: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()
-
-
-def worst_sample(run: Run, metric: str, higher_is_better: bool,
-                 verified: bool = False) -> tuple[float, str] | None:
-    """The run's worst figure of the metric (across peers) and its evidence source."""
-    samples = run.samples.filter(metric=metric)
-    if verified:
-        samples = samples.filter(evidence=Sample.PLATFORM_VERIFIED)
-    rows = list(samples.values_list("value", "evidence_source"))
-    if not rows:
-        return None
-    return (min if higher_is_better else max)(rows, key=lambda row: row[0])
-
-
-def worst(run: Run, metric: str, higher_is_better: bool) -> float | None:
-    found = worst_sample(run, metric, higher_is_better)
-    return found[0] if found else None
-
-
-def threshold_of(spec: Any, run: Run) -> float | None:
-    """A number; {link_class: N}: what an honest N GbE link measures; {metric, factor}."""
-    if isinstance(spec, dict) and "link_class" in spec:
-        return link_classes.floor(float(spec["link_class"]))
-    if isinstance(spec, dict):
-        base = worst(run, spec["metric"], True)
-        return base * float(spec["factor"]) if base is not None else None
-    return float(spec)
-
-
-def evaluate_criterion(criterion: dict[str, Any], run: Run, multi_node: bool,
-                       has_gpu: bool) -> Outcome:
-    metric = criterion["metric"]
-    comparison = criterion["comparison"]
-    higher = comparison in (">", ">=")
-    why = criterion.get("why", "")
-    requires = criterion.get("requires")
-    if (requires == "gpu" and not has_gpu) or (requires == "multi_node" and not multi_node):
-        reason = "no NVIDIA GPU on this host" if requires == "gpu" else "single node"
-        return Outcome(metric, comparison, None, None, "not applicable", None,
-                       f"{why} ({reason})", "")
-    threshold = threshold_of(criterion["threshold"], run)
-    by_reference = criterion.get("verified_by") == "reference"
-    found = worst_sample(run, metric, higher, verified=by_reference)
-    value = found[0] if found else None
-    if by_reference:
-        if found is None:
-            host = worst(run, metric, higher)
-            return Outcome(metric, comparison, threshold, host, "unverified", None,
-                           f"{why} (no reference endpoint recorded this node's tests: the "
-                           "platform cannot vouch for the host's figure)", "host report")
-        source = found[1]
-    else:
-        source = "host report"
-    if value is None or threshold is None:
-        return Outcome(metric, comparison, threshold, value, "fail", None,
-                       f"{why} (not measured)", source)
-    ok = COMPARISONS[comparison](value, threshold)
-    margin = ((value - threshold) if higher else (threshold - value)) / threshold if threshold else None
-    return Outcome(metric, comparison, threshold, value, "pass" if ok else "fail",
-                   round(margin, 4) if margin is not None else None, why, source)
-
-
-def tier(outcomes: list[Outcome]) -> str:
-    if any(o.status == "not applicable" for o in outcomes):
-        return PARTIAL_TIER  # not everything was measured: no medal for what was skipped
-    margins = [o.margin for o in outcomes if o.status == "pass" and o.margin is not None]
-    smallest = min(margins) if margins else 0.0
-    return next(name for floor, name in TIERS if smallest >= floor)
-
-
-def title(profile: CertificationProfile, outcomes: list[Outcome]) -> str:
-    missing = [o for o in outcomes if o.status == "not applicable"]
-    if not missing:
-        return f"certified: {profile.name}"
-    if all("GPU" in o.why for o in missing):
-        return f"certified without GPU: {profile.name}"
-    return f"certified without {', '.join(o.metric for o in missing)}: {profile.name}"
 
 
 def on_job_finished(job_id: int) -> None:
@@ -219,13 +83,22 @@ def evaluate(cert_request: CertificationRequest) -> CertificationRequest:
     multi = cert_request.job.runs.count() > 1
     # Presence and model are the host's claim (NVML on its side); marked so in the document.
     has_gpu = bool((run.inventory.get("gpu") or {}).get("available"))
-    outcomes = [evaluate_criterion(c, run, multi, has_gpu) for c in cert_request.profile.criteria]
+    figures = figures_of(run)
+    outcomes = [evaluate_criterion(c, figures, multi, has_gpu)
+                for c in cert_request.profile.criteria]
     failed = [o for o in outcomes if o.status in ("fail", "unverified")]
     if failed:
         return _failed(cert_request, outcomes, "; ".join(
             f"{o.metric} unverified (no reference record)" if o.status == "unverified"
             else f"{o.metric} {o.value} not {o.comparison} {o.threshold}" for o in failed))
     return _issue(cert_request, run, outcomes, tier(outcomes))
+
+
+def figures_of(run: Run) -> Figures:
+    """The run's figures, read once for every criterion."""
+    return Figures(Figure(metric, value, evidence == Sample.PLATFORM_VERIFIED, source)
+                   for metric, value, evidence, source in run.samples.values_list(
+                       "metric", "value", "evidence", "evidence_source"))
 
 
 def host_claimed_gpu(inventory: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +136,7 @@ def _issue(cert_request: CertificationRequest, run: Run, outcomes: list[Outcome]
                    "city": node.region.city},
         "profile": {"name": cert_request.profile.name, "version": cert_request.profile.version},
         "criteria": [o.as_dict() for o in outcomes],
-        "title": title(cert_request.profile, outcomes),
+        "title": title(cert_request.profile.name, outcomes),
         "not_measured": [o.metric for o in outcomes if o.status == "not applicable"],
         "tier": cert_tier,
         "run": run.pk,
