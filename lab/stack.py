@@ -108,7 +108,12 @@ class LabStack:
                          self.nodes[node.name].node_id, log, echo_log)
 
     def enrol_nodes(self, api_url: str, provider_token: Callable[[str, str], tuple[int, str]]) -> None:
-        """Enrol every node host through the real path, from inside its namespace."""
+        """Enrol every node host through the real path, from inside its namespace.
+
+        The hosts enrol at once and their workers start at once, as a provider's fleet
+        would: one after the other was a quarter of a lab test's setup (a worker takes
+        seconds to import its probes on two cores)."""
+        enrolling = []
         for host in self.lab.spec.nodes():
             if not host.enrol:
                 continue
@@ -119,17 +124,22 @@ class LabStack:
                 json={"region": host.region, "node_name": host.name})
             response.raise_for_status()
             config = self.work_dir / f"{host.name}.json"
-            enrol = procs.start(f"enrol-{host.name}", self.lab.exec_argv(host.name, [
-                sys.executable, "-m", "workers.cli", "--config", str(config), "enroll",
-                "--url", api_url, "--token", response.json()["token"],
-                "--address", self.lab.address(host.name), "--iperf3-port", str(IPERF3_PORT)]),
-                self.work_dir, env={"PYTHONPATH": str(procs.REPO)})
+            enrolling.append((host, config, procs.start(f"enrol-{host.name}", self.lab.exec_argv(
+                host.name, [sys.executable, "-m", "workers.cli", "--config", str(config),
+                            "enroll", "--url", api_url, "--token", response.json()["token"],
+                            "--address", self.lab.address(host.name),
+                            "--iperf3-port", str(IPERF3_PORT)]),
+                self.work_dir, env={"PYTHONPATH": str(procs.REPO)})))
+        starting = []
+        for host, config, enrol in enrolling:
             if enrol.popen.wait(60) != 0:
                 raise RuntimeError(f"enrolling {host.name} failed:\n{enrol.log()}")
-            worker = self.keep(procs.start(f"worker-{host.name}", self.lab.exec_argv(
-                host.name, [sys.executable, "-m", "workers.cli", "--config", str(config), "worker"]),
-                self.work_dir, env={"PYTHONPATH": str(procs.REPO), "PYTHONUNBUFFERED": "1"}))
-            procs.wait_worker_ready(worker, timeout=60)
+            starting.append((host, config, self.keep(procs.start(
+                f"worker-{host.name}", self.lab.exec_argv(host.name, [
+                    sys.executable, "-m", "workers.cli", "--config", str(config), "worker"]),
+                self.work_dir, env={"PYTHONPATH": str(procs.REPO), "PYTHONUNBUFFERED": "1"}))))
+        for host, config, worker in starting:
+            procs.wait_worker_ready(worker, timeout=120)
             node_id = int(json.loads(config.read_text())["node_id"])
             self.nodes[host.name] = LabNode(host.name, node_id, config, worker)
 

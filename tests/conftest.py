@@ -31,11 +31,23 @@ def private_redis(run_dir: Path) -> Iterator[procs.PrivateRedis]:
     instance.proc.stop()
 
 
+# A test that touches the platform (its database, its live server) gets the private Redis;
+# a parser's or a probe's test starts nothing.
+PLATFORM_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup", "private_redis"}
+
+
 @pytest.fixture(autouse=True)
-def broker_settings(private_redis: procs.PrivateRedis, settings: Any) -> Iterator[None]:
+def broker_settings(request: pytest.FixtureRequest) -> Iterator[None]:
     """Point the platform at the private Redis, in ACL mode, with short test timings."""
+    if not PLATFORM_FIXTURES & set(request.fixturenames) and not request.node.get_closest_marker(
+            "django_db"):
+        yield
+        return
     from config.celery_app import app
     from fleet.services import broker
+
+    private_redis: procs.PrivateRedis = request.getfixturevalue("private_redis")
+    settings: Any = request.getfixturevalue("settings")
 
     settings.REDIS_URL = private_redis.admin_url
     settings.NODE_BROKER_URL = private_redis.admin_url
@@ -87,10 +99,16 @@ class WorkerFactory:
         self.started: list[procs.Proc] = []
 
     def __call__(self, config_path: Path, name: str) -> procs.Proc:
-        proc = procs.start_node_worker(config_path, self.log_dir, name)
-        self.started.append(proc)
-        procs.wait_worker_ready(proc)
-        return proc
+        return self.many([(config_path, name)])[0]
+
+    def many(self, workers: list[tuple[Path, str]], timeout: float = 60) -> list[procs.Proc]:
+        """Start them all, then wait for each: on two cores a worker takes seconds to
+        import its probes, and one after the other added up to minutes per run."""
+        started = [procs.start_node_worker(path, self.log_dir, name) for path, name in workers]
+        self.started.extend(started)
+        for proc in started:
+            procs.wait_worker_ready(proc, timeout=timeout)
+        return started
 
     def stop_all(self) -> None:
         for proc in self.started:

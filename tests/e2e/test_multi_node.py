@@ -24,8 +24,7 @@ def test_two_nodes_measure_the_link_between_them_both_ways(
         worker_factory: Any) -> None:
     nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
                         iperf3_port=free_port()) for i in (1, 2)]
-    for n in nodes:
-        worker_factory(n.config_path, f"w-mesh-{n.node.name}")
+    worker_factory.many([(n.config_path, f"w-mesh-{n.node.name}") for n in nodes])
     job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network", QUICK)
     wait_for(lambda: finished(job), 120, "both runs to finish")
 
@@ -55,8 +54,7 @@ def test_three_nodes_of_one_region_share_its_reference_and_all_succeed(
     # node waited longer than its retries; the platform now hands out turns.
     nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
                         iperf3_port=free_port()) for i in (1, 2, 3)]
-    for n in nodes:
-        worker_factory(n.config_path, f"w-ref-{n.node.name}")
+    worker_factory.many([(n.config_path, f"w-ref-{n.node.name}") for n in nodes])
     job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network",
                                QUICK | {"iperf3_duration": 2, "repetitions": 2})
     wait_for(lambda: finished(job), 240, "the three runs to finish")
@@ -93,8 +91,7 @@ def test_two_nodes_run_one_ddp_job_across_them(
         live_server: Any, buyer: Any, enrol_node: Any, worker_factory: Any) -> None:
     nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
                         iperf3_port=free_port()) for i in (1, 2)]
-    for n in nodes:
-        worker_factory(n.config_path, f"w-ddp-{n.node.name}")
+    worker_factory.many([(n.config_path, f"w-ddp-{n.node.name}") for n in nodes])
     job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "training", TRAINING)
     wait_for(lambda: finished(job), 240, "the DDP job to finish")
 

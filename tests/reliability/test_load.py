@@ -12,7 +12,7 @@ import requests
 from django.db.models import Count
 
 from jobs.models import Run, Sample
-from lab.procs import start_node_worker, wait_for, wait_worker_ready
+from lab.procs import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -25,11 +25,7 @@ def test_a_thousand_runs_over_twenty_workers_all_succeed_exactly_once(
     settings.NODE_MAX_QUEUED_RUNS = RUNS
     settings.RUN_LEASE_SECONDS = 30
     nodes = [enrol_node(f"n{i:02d}", api_url=live_server.url) for i in range(WORKERS)]
-    workers = [start_node_worker(n.config_path, worker_factory.log_dir, f"load-{i}")
-               for i, n in enumerate(nodes)]
-    worker_factory.started.extend(workers)
-    for worker in workers:
-        wait_worker_ready(worker, timeout=300)
+    worker_factory.many([(n.config_path, f"load-{i}") for i, n in enumerate(nodes)], timeout=300)
     ids = [n.node.pk for n in nodes]
     session = requests.Session()
     session.headers.update(buyer.headers)

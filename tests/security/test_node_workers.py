@@ -24,7 +24,7 @@ def claimed_runs(log: str) -> set[int]:
 def test_two_workers_each_run_only_their_own_nodes_runs(
         live_server: Any, buyer: Any, enrol_node: Any, worker_factory: Any) -> None:
     one, two = enrol_node("hz-1", api_url=live_server.url), enrol_node("hz-2", api_url=live_server.url)
-    w1, w2 = worker_factory(one.config_path, "w-hz-1"), worker_factory(two.config_path, "w-hz-2")
+    w1, w2 = worker_factory.many([(one.config_path, "w-hz-1"), (two.config_path, "w-hz-2")])
     jobs = [submission.submit(buyer.user, [one.node.pk, two.node.pk], "noop")[0] for _ in range(3)]
     ids = [j.pk for j in jobs]
     wait_for(lambda: not Run.objects.filter(job_id__in=ids).exclude(status="succeeded").exists(),
@@ -39,8 +39,8 @@ def test_two_workers_each_run_only_their_own_nodes_runs(
 def test_a_killed_worker_gets_its_run_again_after_restart(
         live_server: Any, buyer: Any, enrol_node: Any, worker_factory: Any, settings: Any) -> None:
     one, two = enrol_node("hz-1", api_url=live_server.url), enrol_node("hz-2", api_url=live_server.url)
-    w1 = worker_factory(one.config_path, "w-kill-hz-1")
-    w2 = worker_factory(two.config_path, "w-kill-hz-2")
+    w1, w2 = worker_factory.many([(one.config_path, "w-kill-hz-1"),
+                                  (two.config_path, "w-kill-hz-2")])
     job, _ = submission.submit(buyer.user, [one.node.pk], "noop", {"noop_seconds": 6})
     run = job.runs.get()
     wait_for(lambda: Run.objects.get(pk=run.pk).status == "running", 30, "the run to start")
