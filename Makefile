@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: setup tools venv services demo test test-fast lint schema check-schema clean bench-accuracy bench
+.PHONY: setup tools venv services demo test test-fast test-load lint schema check-schema clean bench-accuracy bench
 
 setup: tools venv
 
@@ -49,10 +49,14 @@ demo: setup
 	$(PY) -m lab.demo
 
 test: setup services
-	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q
+	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m "not load"
 
 test-fast: venv
 	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m "not slow"
+
+# The load test (twenty workers, a thousand runs) on its own: CI runs it after `make test`.
+test-load: setup services
+	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m load
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -14,7 +14,7 @@ from django.db.models import Count
 from jobs.models import Run, Sample
 from lab.procs import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.load]
 
 WORKERS = 20
 RUNS = 1000
