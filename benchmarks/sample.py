@@ -29,6 +29,11 @@ class Sample:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        """The sample ``as_dict`` gave: how samples measured in a child process come back."""
+        return cls(**data)
+
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile (numpy's default) of already sorted values."""
@@ -38,6 +43,11 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def per_second(amount: float, seconds: float) -> float:
+    """``amount`` / ``seconds``, where a step too fast for a coarse clock (0 s) counts as 1 ns."""
+    return amount / max(seconds, 1e-9)
 
 
 # Phoronix Test Suite's rule: above 3.5% CV, run more (up to twice as many) and flag it.

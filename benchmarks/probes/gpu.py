@@ -2,7 +2,8 @@
 
 On a host without CUDA the same figures are measured on the CPU and every sample says so
 (metadata device="cpu", gpu="skipped: no NVIDIA GPU"): never a zero standing in for a GPU.
-torch is imported inside functions, so importing this module stays cheap.
+The measurement runs in a child process (benchmarks.probes.isolated), held to the probe's
+time limit. torch is imported inside functions, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from benchmarks import nvml
 from benchmarks.nvml import NO_GPU
+from benchmarks.probes import isolated
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.sample import Sample, summarise
 from contract import metrics
@@ -26,6 +28,7 @@ MAX_ITERS = 1000
 # A CPU-only host would take minutes at GPU sizes (bf16 especially): cap n there, and say so.
 CPU_MAX_N = 2048
 
+
 class GpuProbe(Probe):
     name = "gpu"
     produces = metrics.family("gpu")
@@ -37,37 +40,47 @@ class GpuProbe(Probe):
             raise ProbeError(f"torch is not installed: {exc}") from None
 
     def run(self) -> list[Sample]:
-        import torch
+        # One step: the measurement runs in a child (see measure) and reports nothing
+        # until it ends.
+        self.ctx.report(self.name, 1, 1)
+        config = {"repetitions": int(self.param("repetitions")),
+                  "matmul_n": int(self.param("matmul_n")), "memcpy_mib": int(self.param("memcpy_mib"))}
+        found = isolated.call("benchmarks.probes.gpu:measure", config,
+                              timeout=self.param("probe_time_limit"), what="the GPU measurement")
+        return [Sample.from_dict(sample) for sample in found]
 
-        cuda = torch.cuda.is_available()
-        device = torch.device("cuda", 0) if cuda else torch.device("cpu")
-        reps = int(self.param("repetitions"))
-        requested_n = int(self.param("matmul_n"))
-        n = requested_n if cuda else min(requested_n, CPU_MAX_N)
-        meta: dict[str, Any] = {"device": device.type, "torch_version": torch.__version__}
-        if cuda:
-            meta["device_name"] = torch.cuda.get_device_name(device)
-            meta["inventory"] = nvml.inventory()
-        else:
-            meta |= {"gpu": NO_GPU, "inventory": NO_GPU, "cpu_threads": torch.get_num_threads()}
-        steps = 3
-        samples: list[Sample] = []
-        for step, (metric, dtype) in enumerate((("gpu.matmul_tflops_fp32", torch.float32),
-                                                ("gpu.matmul_tflops_bf16", torch.bfloat16)), start=1):
-            self.ctx.report(self.name, step, steps)
-            values, iters = matmul_tflops(device, dtype, n, reps)
-            samples.append(summarise(metric, values, meta | {
-                "matmul_n": n, "matmul_n_requested": requested_n, "iterations_per_rep": iters,
-                "dtype": str(dtype).removeprefix("torch."),
-                # fp32 on CUDA is true fp32 unless TF32 is allowed; record which was measured.
-                "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32) if cuda else None}))
-        self.ctx.report(self.name, steps, steps)
-        mib = int(self.param("memcpy_mib"))
-        values, iters = memcpy_gbs(device, mib, reps)
-        samples.append(summarise("gpu.memcpy_bw", values, meta | {
-            "size_mib": mib, "iterations_per_rep": iters, "counted": "read + write (2 x bytes)",
-            "copy": "device to device" if cuda else "cpu tensor copy"}))
-        return samples
+
+def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The probe's samples, as dicts. Runs in a child process (benchmarks.probes.isolated):
+    a hung kernel dies with it, and its device memory is freed when it exits."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", 0) if cuda else torch.device("cpu")
+    reps = int(config["repetitions"])
+    requested_n = int(config["matmul_n"])
+    n = requested_n if cuda else min(requested_n, CPU_MAX_N)
+    meta: dict[str, Any] = {"device": device.type, "torch_version": torch.__version__}
+    if cuda:
+        meta["device_name"] = torch.cuda.get_device_name(device)
+        meta["inventory"] = nvml.inventory()
+    else:
+        meta |= {"gpu": NO_GPU, "inventory": NO_GPU, "cpu_threads": torch.get_num_threads()}
+    samples: list[Sample] = []
+    for metric, dtype in (("gpu.matmul_tflops_fp32", torch.float32),
+                          ("gpu.matmul_tflops_bf16", torch.bfloat16)):
+        values, iters = matmul_tflops(device, dtype, n, reps)
+        samples.append(summarise(metric, values, meta | {
+            "matmul_n": n, "matmul_n_requested": requested_n, "iterations_per_rep": iters,
+            "dtype": str(dtype).removeprefix("torch."),
+            # fp32 on CUDA is true fp32 unless TF32 is allowed; record which was measured.
+            "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32) if cuda else None}))
+    mib = int(config["memcpy_mib"])
+    values, iters = memcpy_gbs(device, mib, reps)
+    samples.append(summarise("gpu.memcpy_bw", values, meta | {
+        "size_mib": mib, "iterations_per_rep": iters, "counted": "read + write (2 x bytes)",
+        "copy": "device to device" if cuda else "cpu tensor copy"}))
+    return [sample.as_dict() for sample in samples]
 
 
 def _timed(device: Any, op: Callable[[], None], reps: int) -> tuple[list[float], int]:

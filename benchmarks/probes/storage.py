@@ -5,49 +5,34 @@ Everything runs in a per-run subdirectory of ``$BENCH_DATA_DIR`` (default
 checkpoints in, which is not necessarily the root file system. The random-read and
 small-file figures are repeated on tmpfs (``/dev/shm``) as a memory-speed reference,
 so a slow data directory can be told from a slow host.
+
+This module is the probe: its data directories, and the order of its steps. The steps are
+in storage_fio, storage_checkpoint and storage_dataset; the torch ones run in a child
+process (benchmarks.probes.isolated), held to the probe's time limit.
 """
 
 from __future__ import annotations
 
-import errno
-import io
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import runner
-from benchmarks.parsers import ParseError
-from benchmarks.parsers.fio import FioError, FioResult, parse_fio
 from benchmarks.probes.base import Probe, ProbeError
-from benchmarks.sample import Sample, summarise
+from benchmarks.probes.storage_checkpoint import checkpoint_samples
+from benchmarks.probes.storage_dataset import dataset_samples
+from benchmarks.probes.storage_fio import FioPlan, fio_samples
+from benchmarks.sample import Sample
 from contract import metrics
 
 DATA_DIR_ENV = "BENCH_DATA_DIR"
 # Only ever used through mkdtemp, so a shared world-writable directory is safe.
 TMPFS_DIR = Path("/dev/shm")  # noqa: S108
-GB = 1e9
 MIB = 1024 * 1024
-NS_PER_US = 1000.0
-# psync is built into every fio; libaio/io_uring may be missing or disabled in containers.
-FIO_IOENGINE = "psync"
-# psync is synchronous: each job has one I/O in flight (what Little's law is checked with).
-FIO_IODEPTH = 1
-# All three fio runs in a directory share these files, so fio lays them out once.
-FIO_FILENAME_FORMAT = "benchctl-fio.$jobnum"
-# A batch like a data loader's; default collation stacks the records into one tensor.
-LOADER_BATCH_SIZE = 64
-# Keeps directories small enough that a million files do not make lookups the bottleneck.
-FILES_PER_SUBDIR = 1000
-CHECKPOINT_SHARD_MIB = 64
 # Room left free on the file system beyond what the probe itself writes.
 SPACE_MARGIN_BYTES = 64 * MIB
-PAGE_CACHE_NOTE = ("evicted per file with posix_fadvise(DONTNEED) before each read (best effort, "
-                   "no root needed); pages the kernel keeps anyway may still be served from cache")
-
 
 
 class StorageProbe(Probe):
@@ -99,20 +84,31 @@ class StorageProbe(Probe):
         assert self._data_dir is not None, "prepare() must run first"
         reps = int(self.param("repetitions"))
         tmpfs = self._tmpfs_dir
-        steps = 7 * reps + 1 + ((2 * reps + 1) if tmpfs is not None else 0)
+        # fio: a step per run. Checkpoint: one step (one child). Data set: writing the
+        # files, then reading them (one child).
+        steps = 3 * reps + 3 + ((reps + 2) if tmpfs is not None else 0)
         progress = _Progress(lambda step: self.ctx.report(self.name, step, steps))
+        fio = self._fio_plan()
+        count = int(self.param("smallfile_count"))
+        record = int(self.param("smallfile_kib")) * 1024
+        # A child step may take as long as the probe may (the time limit cuts it sooner).
+        timeout = self.param("probe_time_limit")
 
         source = DATA_DIR_ENV if data_root()[1] else "default"
         meta = self._dir_metadata(self._data_dir, source)
         if self._tmpfs_skipped is not None:
             meta["tmpfs_skipped"] = self._tmpfs_skipped
-        samples = self._fio_samples(self._data_dir, "", meta, reps, progress, sequential=True)
-        samples += self._checkpoint_samples(self._data_dir, meta, reps, progress)
-        samples += self._dataset_samples(self._data_dir, "", meta, reps, progress, packed=True)
+        samples = fio_samples(self._data_dir, "", meta, reps, fio, progress.step, sequential=True)
+        samples += checkpoint_samples(self._data_dir, int(self.param("checkpoint_mib")),
+                                      int(self.ctx.params.get("seed", 0)), reps, meta,
+                                      step=progress.step, timeout=timeout)
+        samples += dataset_samples(self._data_dir, "", meta, count, record, reps, packed=True,
+                                   step=progress.step, timeout=timeout)
         if tmpfs is not None:
             tmeta = self._dir_metadata(tmpfs, "tmpfs")
-            samples += self._fio_samples(tmpfs, "_tmpfs", tmeta, reps, progress, sequential=False)
-            samples += self._dataset_samples(tmpfs, "_tmpfs", tmeta, reps, progress, packed=False)
+            samples += fio_samples(tmpfs, "_tmpfs", tmeta, reps, fio, progress.step, sequential=False)
+            samples += dataset_samples(tmpfs, "_tmpfs", tmeta, count, record, reps, packed=False,
+                                       step=progress.step, timeout=timeout)
         return samples
 
     def cleanup(self) -> None:
@@ -130,11 +126,11 @@ class StorageProbe(Probe):
 
     # -- setup helpers --------------------------------------------------------------------
 
-    def _fio_job_mib(self) -> int:
-        return max(1, int(self.param("fio_size_mib")) // int(self.param("fio_numjobs")))
-
-    def _fio_bytes(self) -> int:
-        return self._fio_job_mib() * int(self.param("fio_numjobs")) * MIB
+    def _fio_plan(self) -> FioPlan:
+        numjobs = int(self.param("fio_numjobs"))
+        return FioPlan(numjobs=numjobs, job_mib=max(1, int(self.param("fio_size_mib")) // numjobs),
+                       runtime_s=int(self.param("fio_runtime")),
+                       seed=int(self.ctx.params.get("seed", 0)))
 
     def _dataset_bytes(self) -> int:
         return int(self.param("smallfile_count")) * int(self.param("smallfile_kib")) * 1024
@@ -142,7 +138,7 @@ class StorageProbe(Probe):
     def _data_bytes(self) -> int:
         # fio files, one checkpoint, the small files and their packed copy; each is
         # deleted before the next starts but sizing for all keeps the check simple.
-        return (self._fio_bytes() + int(self.param("checkpoint_mib")) * MIB
+        return (self._fio_plan().total_bytes + int(self.param("checkpoint_mib")) * MIB
                 + 2 * self._dataset_bytes())
 
     def _make_tmpfs_dir(self) -> tuple[Path | None, str | None]:
@@ -150,7 +146,7 @@ class StorageProbe(Probe):
         # figures then rather than failing the whole probe, and say so in metadata.
         if not TMPFS_DIR.is_dir() or not os.access(TMPFS_DIR, os.W_OK):
             return None, f"{TMPFS_DIR} is missing or not writable"
-        need = max(self._fio_bytes(), self._dataset_bytes()) + SPACE_MARGIN_BYTES
+        need = max(self._fio_plan().total_bytes, self._dataset_bytes()) + SPACE_MARGIN_BYTES
         free = shutil.disk_usage(TMPFS_DIR).free
         if free < need:
             return None, (f"{TMPFS_DIR} has {free / MIB:.0f} MiB free, "
@@ -165,272 +161,6 @@ class StorageProbe(Probe):
         # The parent: the per-run subdirectory's random name says nothing to a reader.
         return {"directory": str(directory.parent), "filesystem": filesystem_type(directory),
                 "directory_source": source}
-
-    # -- fio ------------------------------------------------------------------------------
-
-    def _fio_samples(self, directory: Path, suffix: str, meta: dict[str, Any], reps: int,
-                     progress: _Progress, sequential: bool) -> list[Sample]:
-        direct: dict[str, Any] = {"direct": 1}
-        randread = [self._fio(directory, "randread", "4k", direct, progress) for _ in range(reps)]
-        first = randread[0]
-        fio_meta = meta | direct | {
-            "tool": "fio", "version": first.fio_version, "ioengine": FIO_IOENGINE,
-            "numjobs": first.jobs, "size_mib_per_job": self._fio_job_mib(),
-            "runtime_s": int(self.param("fio_runtime")),
-        }
-        samples = [
-            summarise(f"storage.randread_iops{suffix}", [r.read_iops for r in randread],
-                       fio_meta | {"bs": "4k"}),
-        ]
-        for metric, attr in (("clat_p50", "read_clat_p50_ns"), ("clat_p99", "read_clat_p99_ns"),
-                             ("clat_p999", "read_clat_p999_ns"), ("lat_mean", "read_lat_mean_ns")):
-            values = [_required(getattr(r, attr), attr) / NS_PER_US for r in randread]
-            samples.append(summarise(f"storage.randread_{metric}{suffix}", values,
-                                      fio_meta | {"bs": "4k", "iodepth": FIO_IODEPTH}))
-        if sequential:
-            seqread = [self._fio(directory, "read", "1M", direct, progress) for _ in range(reps)]
-            seqwrite = [self._fio(directory, "write", "1M", direct, progress) for _ in range(reps)]
-            samples += [
-                summarise(f"storage.seqread_bw{suffix}", [r.read_bw_bytes / GB for r in seqread],
-                           fio_meta | {"bs": "1M"}),
-                summarise(f"storage.seqwrite_bw{suffix}",
-                           [r.write_bw_bytes / GB for r in seqwrite],
-                           fio_meta | {"bs": "1M", "end_fsync": 1}),
-            ]
-        # The fio files can be large and on tmpfs they are RAM: free them now.
-        for path in directory.glob("benchctl-fio.*"):
-            path.unlink(missing_ok=True)
-        return samples
-
-    def _fio(self, directory: Path, rw: str, bs: str, direct: dict[str, Any],
-             progress: _Progress) -> FioResult:
-        """One fio run; ``direct`` is updated in place if O_DIRECT turns out unsupported."""
-        progress.step()
-        runtime = int(self.param("fio_runtime"))
-        argv = ["fio", f"--name={rw}", f"--directory={directory}",
-                f"--filename_format={FIO_FILENAME_FORMAT}", f"--rw={rw}", f"--bs={bs}",
-                f"--numjobs={int(self.param('fio_numjobs'))}", f"--size={self._fio_job_mib()}m",
-                f"--runtime={runtime}", "--time_based", "--group_reporting",
-                f"--ioengine={FIO_IOENGINE}", "--output-format=json",
-                # The platform's seed: offsets a host cannot know before the run.
-                f"--randseed={int(self.ctx.params.get('seed', 0))}"]
-        if rw == "write":
-            # Without it buffered (fallback) writes would be timed into the page cache.
-            argv.append("--end_fsync=1")
-        # Laying out the files happens before the timed part; allow for a slow disk.
-        timeout = runtime + 120 + self._fio_bytes() / (20 * MIB)
-        while True:
-            try:
-                result = runner.run(argv + [f"--direct={direct['direct']}"], timeout=timeout)
-            except (runner.CommandTimeout, runner.CommandNotFound) as exc:
-                raise ProbeError(f"fio {rw} in {directory}: {exc}") from None
-            try:
-                return parse_fio(result.stdout)
-            except FioError as exc:
-                # tmpfs before Linux 6.6 (and some FUSE/network file systems) reject
-                # O_DIRECT with EINVAL; measure buffered I/O there and say so.
-                if direct["direct"] == 1 and errno.EINVAL in exc.errnos:
-                    direct["direct"] = 0
-                    direct["direct_fallback"] = "O_DIRECT not supported here (EINVAL); buffered I/O"
-                    continue
-                raise ProbeError(f"fio {rw} in {directory} failed: {exc}"
-                                 f"{_stderr_tail(result.stderr)}") from None
-            except ParseError as exc:
-                raise ProbeError(f"fio {rw} in {directory} printed unexpected output: {exc}"
-                                 f"{_stderr_tail(result.stderr)}") from None
-
-    # -- checkpoint -----------------------------------------------------------------------
-
-    def _checkpoint_samples(self, directory: Path, meta: dict[str, Any], reps: int,
-                            progress: _Progress) -> list[Sample]:
-        import torch
-        state = make_state_dict(int(self.param("checkpoint_mib")), int(self.ctx.params.get("seed", 0)))
-        path = directory / "checkpoint.pt"
-        writes: list[float] = []
-        reads: list[float] = []
-        size = 0
-        for _ in range(reps):
-            progress.step()
-            # A fresh file each time, as a training run writes a new checkpoint.
-            path.unlink(missing_ok=True)
-            start = time.perf_counter()
-            with open(path, "wb") as f:
-                torch.save(state, f)
-                f.flush()
-                os.fsync(f.fileno())
-            write_s = time.perf_counter() - start
-            size = path.stat().st_size
-            writes.append(size / GB / _positive(write_s))
-
-            progress.step()
-            drop_cached_pages(path)
-            start = time.perf_counter()
-            loaded = torch.load(path, weights_only=True)
-            read_s = time.perf_counter() - start
-            if len(loaded) != len(state):
-                raise ProbeError(f"checkpoint read back {len(loaded)} tensors, wrote {len(state)}")
-            del loaded
-            reads.append(size / GB / _positive(read_s))
-        path.unlink(missing_ok=True)
-        ck_meta = meta | {"checkpoint_bytes": size, "tensors": len(state), "torch": torch.__version__}
-        return [
-            summarise("storage.checkpoint_write", writes, ck_meta | {"fsync": True}),
-            summarise("storage.checkpoint_read", reads, ck_meta | {"page_cache": PAGE_CACHE_NOTE}),
-        ]
-
-    # -- small files ----------------------------------------------------------------------
-
-    def _dataset_samples(self, directory: Path, suffix: str, meta: dict[str, Any], reps: int,
-                         progress: _Progress, packed: bool) -> list[Sample]:
-        count = int(self.param("smallfile_count"))
-        record = int(self.param("smallfile_kib")) * 1024
-        progress.step()
-        root = directory / "smallfiles"
-        packed_path = directory / "packed.bin" if packed else None
-        on_tmpfs = suffix == "_tmpfs"
-        paths = write_dataset(root, count, record, packed_path, sync=not on_tmpfs)
-        ds_meta = meta | {"files": count, "file_kib": record // 1024, "num_workers": 0,
-                          "batch_size": LOADER_BATCH_SIZE, "shuffle": False,
-                          # tmpfs pages are the storage itself; there is no cache to drop.
-                          "page_cache": "tmpfs" if on_tmpfs else PAGE_CACHE_NOTE}
-        small: list[float] = []
-        for _ in range(reps):
-            progress.step()
-            if not on_tmpfs:
-                for path in paths:
-                    drop_cached_pages(path)
-            small.append(count / _positive(time_loader(SmallFiles(paths, record), count)))
-        samples = [summarise(f"storage.smallfile_read{suffix}", small, ds_meta)]
-        if packed_path is not None:
-            packed_rates: list[float] = []
-            for _ in range(reps):
-                progress.step()
-                drop_cached_pages(packed_path)
-                dataset = PackedFile(packed_path, count, record)
-                try:
-                    packed_rates.append(count / _positive(time_loader(dataset, count)))
-                finally:
-                    dataset.close()
-            samples.append(summarise(f"storage.packedfile_read{suffix}", packed_rates, ds_meta))
-            packed_path.unlink(missing_ok=True)
-        shutil.rmtree(root, ignore_errors=True)
-        return samples
-
-
-# -- datasets ---------------------------------------------------------------------------------
-
-
-class SmallFiles:
-    """One record per file, opened on every access, as an image-folder dataset does."""
-
-    def __init__(self, paths: Sequence[Path], record: int) -> None:
-        self.paths = paths
-        self.record = record
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, index: int) -> Any:
-        import torch
-        buf = bytearray(self.record)
-        with open(self.paths[index], "rb", buffering=0) as f:
-            _read_exactly(f, buf, str(self.paths[index]))
-        return torch.frombuffer(buf, dtype=torch.uint8)
-
-
-class PackedFile:
-    """The same records back to back in one file, opened once and read in order."""
-
-    def __init__(self, path: Path, count: int, record: int) -> None:
-        self.path = path
-        self.count = count
-        self.record = record
-        self._file: io.FileIO | None = None
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index: int) -> Any:
-        import torch
-        if self._file is None:
-            # Opened lazily so a worker process would get its own handle.
-            self._file = open(self.path, "rb", buffering=0)
-        self._file.seek(index * self.record)
-        buf = bytearray(self.record)
-        _read_exactly(self._file, buf, f"{self.path} record {index}")
-        return torch.frombuffer(buf, dtype=torch.uint8)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
-def time_loader(dataset: Any, expected: int) -> float:
-    """Seconds to read every record of ``dataset`` through a single-process DataLoader."""
-    from torch.utils.data import DataLoader
-    loader = DataLoader(dataset, batch_size=LOADER_BATCH_SIZE, num_workers=0, shuffle=False)
-    seen = 0
-    start = time.perf_counter()
-    for batch in loader:
-        seen += int(batch.shape[0])
-    elapsed = time.perf_counter() - start
-    if seen != expected:
-        raise ProbeError(f"the data loader returned {seen} records, expected {expected}")
-    return elapsed
-
-
-def write_dataset(root: Path, count: int, record: int, packed: Path | None,
-                  sync: bool) -> list[Path]:
-    """Write ``count`` random files of ``record`` bytes (and their packed copy)."""
-    paths: list[Path] = []
-    packed_file = open(packed, "wb") if packed is not None else None
-    try:
-        for index in range(count):
-            subdir = root / f"{index // FILES_PER_SUBDIR:04d}"
-            if index % FILES_PER_SUBDIR == 0:
-                subdir.mkdir(parents=True, exist_ok=True)
-            path = subdir / f"{index:07d}.bin"
-            # Random bytes: a compressing or deduplicating file system must not shrink them.
-            data = os.urandom(record)
-            path.write_bytes(data)
-            if packed_file is not None:
-                packed_file.write(data)
-            paths.append(path)
-    finally:
-        if packed_file is not None:
-            packed_file.close()
-    if sync:
-        # Dirty pages cannot be evicted; write them back so drop_cached_pages works.
-        os.sync()
-    return paths
-
-
-def make_state_dict(mib: int, seed: int = 0) -> dict[str, Any]:
-    """Random float32 tensors totalling ``mib`` MiB, in shards like a model's layers."""
-    import torch
-    generator = torch.Generator().manual_seed(seed)
-    state: dict[str, Any] = {}
-    remaining = mib * MIB
-    index = 0
-    while remaining > 0:
-        nbytes = min(remaining, CHECKPOINT_SHARD_MIB * MIB)
-        state[f"layers.{index}.weight"] = torch.rand(nbytes // 4, generator=generator)
-        remaining -= nbytes
-        index += 1
-    return state
-
-
-def drop_cached_pages(path: Path) -> None:
-    """Ask the kernel to evict ``path``'s clean pages; needs no privileges (best effort)."""
-    fadvise = getattr(os, "posix_fadvise", None)
-    if fadvise is None:
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def data_root() -> tuple[Path, bool]:
@@ -472,27 +202,3 @@ class _Progress:
     def step(self) -> None:
         self._step += 1
         self._report(self._step)
-
-
-def _read_exactly(f: io.FileIO, buf: bytearray, what: str) -> None:
-    got = f.readinto(buf)
-    if got != len(buf):
-        raise ProbeError(f"short read from {what}: {got} of {len(buf)} bytes")
-
-
-def _required(value: float | None, what: str) -> float:
-    if value is None:
-        raise ProbeError(f"fio reported no {what} for a read test")
-    return value
-
-
-def _positive(seconds: float) -> float:
-    # perf_counter can return 0 for a very fast step on coarse clocks.
-    return max(seconds, 1e-9)
-
-
-def _stderr_tail(stderr: str) -> str:
-    tail = stderr.strip()[-500:]
-    return f" (stderr: {tail})" if tail else ""
-
-
