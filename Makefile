@@ -48,15 +48,21 @@ services:
 demo: setup
 	$(PY) -m lab.demo
 
+PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q
+# Test processes of the parallel part (pytest-xdist); each has its own database, Redis and
+# live server. The tests that measure or check the whole machine run alone after it.
+TEST_WORKERS ?= 2
+
 test: setup services
-	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m "not load"
+	$(PYTEST) -n $(TEST_WORKERS) -m "not load and not serial"
+	$(PYTEST) -m "serial and not load"
 
 test-fast: venv
-	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m "not slow"
+	$(PYTEST) -n $(TEST_WORKERS) -m "not slow"
 
 # The load test (twenty workers, a thousand runs) on its own: CI runs it after `make test`.
 test-load: setup services
-	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q -m load
+	$(PYTEST) -m load
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -70,6 +70,8 @@ def test_what_it_reports_and_reads_is_in_the_contract() -> None:
     assert resolve_params({}, "quick")["fio_runtime"] < resolve_params({}, "default")["fio_runtime"]
 
 
+# It checks that no probe's entry is left in /dev/shm: alone, not beside another probe.
+@pytest.mark.serial
 def test_a_real_run_reports_every_metric_and_cleans_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from lab.procs import REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_the_demo_benchmarks_both_regions_and_prints_the_comparison() -> None:

@@ -31,6 +31,7 @@ def test_an_unknown_spec_names_the_published_ones(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ip netns, tc)")
 def test_the_installed_benchctl_brings_the_tour_lab_up_and_down_from_any_directory(
         tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from tests.labtests.labs import lab_of
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.serial,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ip netns, tc)"),
 ]
 

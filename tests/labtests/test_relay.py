@@ -27,6 +27,8 @@ def relay(tmp_path: Path, target: str, delay_ms: float) -> tuple[procs.Proc, int
     return proc, port
 
 
+# Round trips timed to a fraction of a millisecond: alone, not beside a busy test.
+@pytest.mark.serial
 @pytest.mark.parametrize("delay_ms", [5.0, 20.0])
 def test_the_relay_adds_its_delay_to_tcp_round_trips(tmp_path: Path, echo: int,
                                                      delay_ms: float) -> None:

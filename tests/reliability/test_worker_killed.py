@@ -12,7 +12,8 @@ from jobs.models import Run, Sample
 from jobs.services import submission
 from lab.procs import wait_for
 
-pytestmark = pytest.mark.slow
+# It counts every iperf3 client on the machine: alone, not beside another test's probes.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 NETWORK = {"iperf3_duration": 3, "iperf3_omit": 0, "repetitions": 2, "ping_count": 3}
 

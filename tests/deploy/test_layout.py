@@ -1,0 +1,63 @@
+"""The layout's rules, checked on the source: dependencies point one way, the host's code has
+no Django in it, and nothing outside tests/ needs the tests."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from lab.procs import REPO
+
+# package -> packages it may not import (directly or lazily, anywhere in its modules)
+FORBIDDEN = {
+    "fleet": {"jobs", "leaderboard", "certification", "api"},
+    "jobs": {"leaderboard", "certification", "api"},
+    # The web pages (leaderboard/views.py) show certificates too; the board itself does not
+    # depend on them.
+    "leaderboard/services": {"certification", "api"},
+    "certification": {"leaderboard"},
+    # What runs on a host, and what it shares with the platform: no Django, no platform app.
+    "contract": {"django", "rest_framework", "fleet", "jobs", "leaderboard", "certification",
+                 "api", "config", "benchmarks", "workers"},
+    "benchmarks": {"django", "rest_framework", "fleet", "jobs", "leaderboard", "certification",
+                   "api", "config", "workers"},
+    "workers": {"django", "rest_framework", "fleet", "jobs", "leaderboard", "certification",
+                "api", "config"},
+}
+
+
+def imported(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def sources(package: str) -> list[Path]:
+    return [p for p in (REPO / package).rglob("*.py") if "migrations" not in p.parts]
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_dependencies_point_one_way(package: str) -> None:
+    wrong = {str(p.relative_to(REPO)): sorted(imported(p) & FORBIDDEN[package])
+             for p in sources(package)}
+    assert {path: names for path, names in wrong.items() if names} == {}
+
+
+def test_nothing_outside_tests_imports_the_tests() -> None:
+    top = [d.name for d in REPO.iterdir() if d.is_dir() and (d / "__init__.py").exists()
+           and d.name != "tests"]
+    wrong = [str(p.relative_to(REPO)) for package in top for p in sources(package)
+             if "tests" in imported(p)]
+    assert wrong == []
+
+
+def test_platform_is_not_a_python_package() -> None:
+    # It would shadow the standard library's `platform` module.
+    assert not (REPO / "platform" / "__init__.py").exists()
