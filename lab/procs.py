@@ -141,6 +141,10 @@ def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
 def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
                       record_log: Path | None = None) -> Proc:
     argv = [sys.executable, "-m", "workers.cli", "echo-server", "--bind", bind, "--port", str(port)]
+    if os.geteuid() == 0:
+        # A reference endpoint is a machine of its own; here it shares a busy one. Raised
+        # priority keeps the round trips it times (its evidence) from waiting on the CPU.
+        argv = ["nice", "-n", "-10", *argv]
     if record_log is not None:
         argv += ["--log", str(record_log)]
     proc = start(f"echo-{bind}-{port}", argv, log_dir, env={"PYTHONPATH": str(REPO)})

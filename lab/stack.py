@@ -81,9 +81,12 @@ class LabStack:
         self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, [
             "sh", "-c", f"while :; do iperf3 -s -B {addr} -p {IPERF3_PORT} -J --logfile "
                         f"'{self.report_log(name)}'; sleep 0.2; done"]), self.work_dir))
+        # Raised priority, as a reference endpoint is a machine of its own: the round trips
+        # it times are its evidence, and on a busy lab host a late wake-up would make the
+        # host's honest RTT look shorter than the reference's.
         self.keep(procs.start(f"echo-{name}", self.lab.exec_argv(
-            name, [sys.executable, "-m", "workers.cli", "echo-server", "--bind", addr,
-                   "--port", str(ECHO_PORT), "--log", str(self.echo_log(name))]),
+            name, ["nice", "-n", "-10", sys.executable, "-m", "workers.cli", "echo-server",
+                   "--bind", addr, "--port", str(ECHO_PORT), "--log", str(self.echo_log(name))]),
             self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
 
     def report_log(self, reference: str) -> Path:
