@@ -48,7 +48,8 @@ services:
 demo: setup
 	$(PY) -m lab.demo
 
-PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q
+# The 25 slowest tests are printed with every run: where the suite's time goes is visible.
+PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q --durations=25
 # Test processes of the parallel part (pytest-xdist); each has its own database, Redis and
 # live server. The tests that measure or check the whole machine run alone after it.
 TEST_WORKERS ?= 2
