@@ -54,7 +54,9 @@ def test_the_installed_benchctl_brings_the_tour_lab_up_and_down_from_any_directo
         down = subprocess.run([BENCHCTL, "lab", "down"], cwd=tmp_path, capture_output=True,
                               text=True, timeout=120, check=False)
         assert down.returncode == 0, down.stderr
-        assert "removed: " in down.stdout and "namespace" in down.stdout, down.stdout
+        # The processes `lab up` recorded and every namespace of the tour lab.
+        assert "removed: process group " in down.stdout, down.stdout
+        assert "bl-tour-hz-a100-01" in down.stdout and "bl-tour-br" in down.stdout, down.stdout
         time.sleep(0.5)
         assert not any(ns.startswith(netlab.PREFIX) for ns in netlab.namespaces())
     finally:
