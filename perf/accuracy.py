@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -28,7 +29,7 @@ from lab.platform_stack import REPO, PlatformStack, say
 from lab.stack import LabStack
 
 VAR = REPO / "var" / "accuracy"
-RESULTS = REPO / "bench" / "results"
+RESULTS = Path(__file__).resolve().parent / "results"
 PROVIDER = "Lab Provider"
 DDP_RATE_MBIT = 500
 SPEC: dict[str, Any] = {"name": "acc", "hosts": [

@@ -34,7 +34,7 @@ from lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
 from perf.bare import make_app as make_bare_app
 
 VAR = REPO / "var" / "bench"
-RESULTS = REPO / "bench" / "results"
+RESULTS = Path(__file__).resolve().parent / "results"
 PROVIDER = "Bench DC"
 
 
