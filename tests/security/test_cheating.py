@@ -299,6 +299,27 @@ def test_certification_fails_closed_without_the_references_record(
     assert not Certificate.objects.exists()
 
 
+def test_a_refused_certification_run_fails_its_request_with_the_reason(
+        provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    # A host that posts impossible figures for its certification run gets no certificate,
+    # and its request does not wait forever: it is judged on the failed run.
+    node = enrol_node("hz-1")
+    response = provider_owner.client().post(f"/api/v1/nodes/{node.node.pk}/certifications",
+                                            {"profile": "single-node-training"}, format="json")
+    cert_request = CertificationRequest.objects.get(pk=response.json()["id"])
+    run = cert_request.job.runs.get()
+    claim = lifecycle.claim(node.node, run.pk)
+    impossible = FAKE_STORAGE + [sample("storage.randread_lat_mean", 5000.0, "us")]
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(DomainError) as refused:
+        lifecycle.finish(node.node, run.pk, claim.attempt.id, True, impossible, "", {})
+    assert status_of(refused.value) == 422
+    cert_request.refresh_from_db()
+    assert cert_request.status == "failed" and cert_request.certificate is None
+    assert "inconsistent result: littles_law" in cert_request.outcome["reason"]
+    assert not Certificate.objects.exists()
+
+
 @pytest.fixture
 def issued(provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
            django_capture_on_commit_callbacks: Any) -> Certificate:
