@@ -59,7 +59,8 @@ test: setup services
 	$(PYTEST) -m "serial and not load"
 
 test-fast: venv
-	$(PYTEST) -n $(TEST_WORKERS) -m "not slow"
+	$(PYTEST) -n $(TEST_WORKERS) -m "not slow and not serial"
+	$(PYTEST) -m "serial and not slow"
 
 # The load test (twenty workers, a thousand runs) on its own: CI runs it after `make test`.
 test-load: setup services
