@@ -266,13 +266,18 @@ def test_a_board_value_is_the_median_of_the_last_runs(buyer: Any, enrol_node: An
     assert (row["value"], row["runs"], row["run_min"], row["run_max"]) == (1.2, 3, 1.0, 9.0)
 
 
-def certify_without_network_records(provider_owner: Any, node: Any,
-                                    capture: Any) -> CertificationRequest:
+def claimed_certification(provider_owner: Any, node: Any) -> tuple[CertificationRequest, Any]:
+    """The provider asks for the node's certification; the host claims its run."""
     response = provider_owner.client().post(f"/api/v1/nodes/{node.node.pk}/certifications",
                                             {"profile": "single-node-training"}, format="json")
     cert_request = CertificationRequest.objects.get(pk=response.json()["id"])
-    run = cert_request.job.runs.get()
-    claim = lifecycle.claim(node.node, run.pk)
+    return cert_request, lifecycle.claim(node.node, cert_request.job.runs.get().pk)
+
+
+def certify_without_network_records(provider_owner: Any, node: Any,
+                                    capture: Any) -> CertificationRequest:
+    cert_request, claim = claimed_certification(provider_owner, node)
+    run = claim.run
     typed = [s | {"metadata": {"peer": "reference:hangzhou:ref1"}} for s in FAKE_NETWORK[:1]] + [
         sample("network.tcp_rtt", 0.05, "ms", metadata={"peer": "reference:hangzhou:ref1"}),
         sample("storage.randread_iops", 60_000.0, "IOPS"),
@@ -305,11 +310,8 @@ def test_a_refused_certification_run_fails_its_request_with_the_reason(
     # A host that posts impossible figures for its certification run gets no certificate,
     # and its request does not wait forever: it is judged on the failed run.
     node = enrol_node("hz-1")
-    response = provider_owner.client().post(f"/api/v1/nodes/{node.node.pk}/certifications",
-                                            {"profile": "single-node-training"}, format="json")
-    cert_request = CertificationRequest.objects.get(pk=response.json()["id"])
-    run = cert_request.job.runs.get()
-    claim = lifecycle.claim(node.node, run.pk)
+    cert_request, claim = claimed_certification(provider_owner, node)
+    run = claim.run
     impossible = FAKE_STORAGE + [sample("storage.randread_lat_mean", 5000.0, "us")]
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(DomainError) as refused:
         lifecycle.finish(node.node, run.pk, claim.attempt.id, True, impossible, "", {})
