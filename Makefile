@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: setup tools venv services demo test test-fast test-load lint schema check-schema clean bench-accuracy bench
+.PHONY: setup tools venv services demo test test-fast test-load lint schema check-schema clean bench-accuracy bench messages
 
 setup: tools venv
 
@@ -72,6 +72,13 @@ lint: venv
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 	$(MAKE) check-schema
+
+# The web pages' Simplified Chinese catalogue: extract the marked strings (templates, gettext,
+# gettext_noop in contract/ and leaderboard/), translate the new ones in the .po, compile.
+messages: venv
+	$(PY) manage.py makemessages -l zh_Hans --no-obsolete --ignore='.venv/*' --ignore='var/*' \
+	    --ignore='tests/*' --ignore='perf/*' --ignore='lab/*' --ignore='workers/*'
+	msgfmt --check-format -o locale/zh_Hans/LC_MESSAGES/django.mo locale/zh_Hans/LC_MESSAGES/django.po
 
 schema: venv
 	$(PY) manage.py spectacular --file api/openapi.yaml --validate

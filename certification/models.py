@@ -39,7 +39,8 @@ class CertificationProfile(models.Model):
     version = models.PositiveIntegerField()
     suite = models.CharField(max_length=32)
     description = models.TextField(blank=True)
-    criteria = models.JSONField()
+    description_zh = models.TextField(blank=True, default="", db_default="")  # Simplified Chinese
+    criteria = models.JSONField()  # each criterion's "why" may have a "why_zh" beside it
 
     class Meta:
         db_table = "leaderboard_certificationprofile"

@@ -1,18 +1,34 @@
+from collections.abc import Callable
+
+from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
-from django.urls import include, path
+from django.http import HttpResponse
+from django.urls import URLPattern, include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from api import login_throttle
 from api.views.metrics import metrics_view
 from leaderboard import views as web
 
+
+def pages(named: bool) -> list[URLPattern]:
+    """The web pages. Under /zh-hans/ and /en/ (named: `{% url %}` links stay in the page's
+    language) and, for links people already have, unprefixed in the browser's language."""
+    def page(route: str, view: Callable[..., HttpResponse], name: str) -> URLPattern:
+        return path(route, view, name=name) if named else path(route, view)
+    return [
+        page("", web.leaderboard_page, "leaderboard-page"),
+        page("compare/", web.compare_page, "compare-page"),
+        page("nodes/<int:node_id>/", web.node_page, "node-page"),
+        page("providers/<int:provider_id>/", web.provider_page, "provider-page"),
+        page("jobs/<int:job_id>/", web.job_page, "job-page"),
+        page("certification/", web.certification_page, "certification-page"),
+    ]
+
+
 urlpatterns = [
-    path("", web.leaderboard_page, name="leaderboard-page"),
-    path("nodes/<int:node_id>/", web.node_page, name="node-page"),
-    path("providers/<int:provider_id>/", web.provider_page, name="provider-page"),
-    path("jobs/<int:job_id>/", web.job_page, name="job-page"),
-    path("certification/", web.certification_page, name="certification-page"),
+    *pages(named=False),
     path("i18n/", include("django.conf.urls.i18n")),
     # Sign-ins are throttled (api/login_throttle.py); these routes come before the ones
     # they stand in for.
@@ -23,4 +39,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
+    *i18n_patterns(*pages(named=True)),
 ]

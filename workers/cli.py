@@ -14,9 +14,21 @@ from workers.errors import CliError
 from workers.host import config as node_config
 from workers.host import inventory
 from workers.host.api_client import ApiError, enrol
+from workers.i18n import _, gettext_noop
 
-# What client_cli.print_rows writes; one list for every command that takes --format.
+# What display.print_rows writes; one list for every command that takes --format.
 FORMATS = ["table", "json", "csv"]
+# workers/host/doctor.py names its checks and fixes in English (a host module, no catalogue);
+# these are the fixed ones benchctl shows translated. Tool names and commands stay as they are.
+DOCTOR_WORDS = (
+    gettext_noop("node config"), gettext_noop("API with node key"), gettext_noop("clock skew"),
+    gettext_noop("broker with node credentials"), gettext_noop("missing"),
+    gettext_noop("not installed"),
+    gettext_noop("GPU probes will say skipped; install the NVIDIA driver if this host has a GPU"),
+    gettext_noop("the key was refused: the node may be revoked; enrol again"),
+    gettext_noop("sync the clock (chrony / systemd-timesyncd)"),
+    gettext_noop("check the broker address and that the node was not revoked"),
+)
 
 
 def cmd_enroll(args: argparse.Namespace) -> int:
@@ -25,10 +37,11 @@ def cmd_enroll(args: argparse.Namespace) -> int:
     data["api_url"] = args.url.rstrip("/")  # the URL that worked for us, not the platform's guess
     cfg = node_config.NodeConfig.from_dict(data)
     path = node_config.save(cfg, Path(args.config))
-    print(f"enrolled as node {cfg.node_id} ({cfg.node_name}); credentials saved to {path} (mode 0600)")
+    print(_("enrolled as node {id} ({name}); credentials saved to {path} (mode 0600)").format(
+        id=cfg.node_id, name=cfg.node_name, path=path))
     if not cfg.broker_acl:
-        print("warning: this platform runs without per-node broker users (insecure demo mode)")
-    print(f"start the worker with: benchctl --config {path} worker")
+        print(_("warning: this platform runs without per-node broker users (insecure demo mode)"))
+    print(_("start the worker with: {command}").format(command=f"benchctl --config {path} worker"))
     return 0
 
 
@@ -36,7 +49,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from workers.host.node_app import run_worker  # imports Celery only for the worker
 
     cfg = node_config.load(Path(args.config))
-    print(f"node worker for node {cfg.node_id} ({cfg.node_name}), queue {cfg.queue}", flush=True)
+    print(_("node worker for node {id} ({name}), queue {queue}").format(
+        id=cfg.node_id, name=cfg.node_name, queue=cfg.queue), flush=True)
     run_worker(cfg, loglevel=args.loglevel)
     return 0
 
@@ -44,7 +58,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_echo_server(args: argparse.Namespace) -> int:
     from workers.host import echo_server
 
-    print(f"TCP echo server on {args.bind}:{args.port}", flush=True)
+    print(_("TCP echo server on {address}").format(address=f"{args.bind}:{args.port}"), flush=True)
     echo_server.run(args.bind, args.port, args.log)
     return 0
 
@@ -62,7 +76,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     try:
         cert = json.loads(Path(args.certificate).read_text())
     except (OSError, ValueError) as exc:
-        raise CliError(f"cannot read {args.certificate}: {exc}") from None
+        raise CliError(_("cannot read {path}: {error}").format(path=args.certificate,
+                                                                error=exc)) from None
     document = cert.get("document") if isinstance(cert, dict) else None
     issuer = (document or {}).get("issuer") or {}
     named_id = str(issuer.get("key_id", "")) if isinstance(issuer, dict) else ""
@@ -73,18 +88,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
         # Never the key the certificate's own issuer URL serves: that is the attacker's.
         entry = trust_store.load().get(named_id)
         if entry is None:
-            raise CliError(f"no trusted key with id {named_id or '(none)'} in "
-                           f"{trust_store.path()}: add the platform's key with `benchctl "
-                           "trust add URL` (and compare its fingerprint), or give "
-                           "--public-key FILE")
+            raise CliError(_("no trusted key with id {id} in {path}: add the platform's key "
+                             "with `benchctl trust add URL` (and compare its fingerprint), or "
+                             "give --public-key FILE").format(id=named_id or _("(none)"),
+                                                               path=trust_store.path()))
         pem, trusted_url = entry.pem, entry.url
     try:
         key = certificate.load_public_key(pem)
     except ValueError as exc:
-        raise CliError(f"bad public key: {exc}") from None
+        raise CliError(_("bad public key: {error}").format(error=exc)) from None
     verdict = certificate.verify(cert, key)
     if not verdict.valid or args.offline:
-        verdict.revocation = "not checked (offline)" if verdict.valid else "not checked"
+        verdict.revocation = _("not checked (offline)") if verdict.valid else _("not checked")
         print(verdict.line())
         return 0 if verdict.valid else 1
     # The signature is good, so the document (and its issuer URL) is the platform's own.
@@ -92,11 +107,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     status = _revocation_status(url, (document or {}).get("id"))
     if status == "revoked":
         verdict.valid = False
-        verdict.revocation = "checked online: REVOKED"
+        verdict.revocation = _("checked online: REVOKED")
     elif status == "valid":
-        verdict.revocation = "checked online: not revoked"
+        verdict.revocation = _("checked online: not revoked")
     else:
-        verdict.revocation = f"unknown ({status}); use --offline to check only the signature"
+        verdict.revocation = _("unknown ({why}); use --offline to check only the signature").format(
+            why=status)
         print(verdict.line())
         return 2
     print(verdict.line())
@@ -108,15 +124,16 @@ def _revocation_status(url: str, cert_id: Any) -> str:
     import requests
 
     if not url:
-        return "no platform URL to ask"
+        return _("no platform URL to ask")
     try:
         answer = requests.get(f"{url}/api/v1/certificates/{cert_id}", timeout=10)
         status = answer.json().get("status") if answer.ok else None
     except (requests.RequestException, ValueError, AttributeError) as exc:
-        return f"{url} did not answer: {exc.__class__.__name__}"
+        return _("{url} did not answer: {error}").format(url=url, error=exc.__class__.__name__)
     if status in ("valid", "revoked"):
         return str(status)
-    return f"{url} answered {answer.status_code} without an explicit valid"
+    return _("{url} answered {status} without an explicit valid").format(
+        url=url, status=answer.status_code)
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
@@ -130,11 +147,14 @@ def cmd_trust(args: argparse.Namespace) -> int:
         pem = requests.get(f"{url}/api/v1/certificates/public-key",
                            timeout=10).json()["public_key_pem"].encode()
     except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
-        raise CliError(f"could not fetch the public key from {url}: {exc}") from None
+        raise CliError(_("could not fetch the public key from {url}: {error}").format(
+            url=url, error=exc)) from None
     entry = trust_store.add(pem, url)
-    print(f"trusted key {entry.key_id} from {url} in {trust_store.path()}")
-    print(f"fingerprint {trust_store.fingerprint(entry.pem)}: compare it with the one the "
-          "platform publishes elsewhere (its web page, its operator) before relying on it")
+    print(_("trusted key {id} from {url} in {path}").format(id=entry.key_id, url=url,
+                                                            path=trust_store.path()))
+    print(_("fingerprint {fingerprint}: compare it with the one the platform publishes "
+            "elsewhere (its web page, its operator) before relying on it").format(
+        fingerprint=trust_store.fingerprint(entry.pem)))
     return 0
 
 
@@ -146,48 +166,52 @@ def _client(args: argparse.Namespace) -> Any:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from workers.buyer import client as client_cli
+    from workers.buyer.display import print_rows
 
     nodes = [int(n) for n in args.nodes.replace(",", " ").split()]
     job = client_cli.submit(_client(args), nodes, args.suite, args.profile,
                             client_cli.parse_params(args.param), args.wait)
     if args.wait:
-        client_cli.print_rows(client_cli.result_rows(job), args.format, f"job {job['id']}")
+        print_rows(client_cli.result_rows(job), args.format, _("job {id}").format(id=job["id"]))
         return 0 if job["status"] == "succeeded" else 1
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from workers.buyer import client as client_cli
+    from workers.buyer.display import print_rows
 
     job = _client(args).call("GET", f"/api/v1/benchmarks/{args.job}")
     rows = [{"node": r["node"]["name"], "status": r["status"],
              "progress": " ".join(str(v) for v in (r.get("progress") or {}).values()),
              "error": r["error"]} for r in job["runs"]]
-    client_cli.print_rows(rows, "table", f"job {job['id']}: {job['status']}")
+    print_rows(rows, "table", _("job {id}: {status}").format(id=job["id"], status=job["status"]))
     return 0
 
 
 def cmd_results(args: argparse.Namespace) -> int:
     from workers.buyer import client as client_cli
+    from workers.buyer.display import print_rows
 
     job = _client(args).call("GET", f"/api/v1/benchmarks/{args.job}")
-    client_cli.print_rows(client_cli.result_rows(job), args.format, f"job {job['id']}")
+    print_rows(client_cli.result_rows(job), args.format, _("job {id}").format(id=job["id"]))
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from workers.buyer import client as client_cli
+    from workers.buyer.display import print_rows
 
     rows = client_cli.compare(_client(args), [int(n) for n in args.nodes])
-    client_cli.print_rows(rows, args.format, "side by side")
+    print_rows(rows, args.format, _("side by side"))
     return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from workers.buyer import client as client_cli
+    from workers.buyer.display import print_rows
 
     rows = client_cli.leaderboard(_client(args), args.metric, args.region, args.format)
-    client_cli.print_rows(rows, args.format, f"leaderboard: {args.metric}")
+    print_rows(rows, args.format, _("leaderboard: {metric}").format(metric=args.metric))
     return 0
 
 
@@ -196,8 +220,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     checks = doctor.doctor(Path(args.config))
     for check in checks:
-        mark = "ok  " if check.ok else "FIX "
-        print(f"{mark} {check.name}: {check.detail}" + (f"\n     fix: {check.fix}" if check.fix else ""))
+        # The marks keep their width, so that the names line up under one another.
+        mark = _("ok  ") if check.ok else _("FIX ")
+        print(f"{mark} {_(check.name)}: {_(check.detail)}")
+        if check.fix:
+            print("     " + _("fix: {fix}").format(fix=_(check.fix)))
     return 0 if all(c.ok for c in checks if c.name != "NVML / GPU") else 1
 
 
@@ -210,99 +237,103 @@ def cmd_lab(args: argparse.Namespace) -> int:
         lab.up(lab.spec_path(args.spec))
     else:
         removed = lab.down()
-        print("removed: " + (", ".join(removed) if removed else "nothing (no lab was up)"))
+        print(_("removed: {what}").format(
+            what=", ".join(removed) if removed else _("nothing (no lab was up)")))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchctl", description=__doc__)
+    parser = argparse.ArgumentParser(prog="benchctl", description=_(
+        "benchctl: one command-line tool for GPU hosts (enroll, worker, doctor), for procurement "
+        "(submit, status, results, compare, leaderboard, verify) and for the lab (lab up/down)."))
     parser.add_argument("--config", default=str(node_config.DEFAULT_PATH),
-                        help="node credentials file (default: %(default)s)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+                        help=_("node credentials file (default: %(default)s)"))
+    parser.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     sub = parser.add_subparsers(dest="command", required=True)
 
-    enroll = sub.add_parser("enroll", help="exchange a provider's one-time token for node credentials")
-    enroll.add_argument("--url", required=True, help="platform URL, e.g. https://bench.example.com")
-    enroll.add_argument("--token", required=True, help="the enrolment token from the provider")
-    enroll.add_argument("--address", help="address other nodes reach this host at "
-                        "(needed for node-to-node and multi-node training tests)")
+    enroll = sub.add_parser("enroll", help=_("exchange a provider's one-time token for node credentials"))
+    enroll.add_argument("--url", required=True, help=_("platform URL, e.g. https://bench.example.com"))
+    enroll.add_argument("--token", required=True, help=_("the enrolment token from the provider"))
+    enroll.add_argument("--address", help=_("address other nodes reach this host at (needed for "
+                                            "node-to-node and multi-node training tests)"))
     enroll.add_argument("--iperf3-port", type=int, default=5201,
-                        help="port of this host's iperf3 server (default: %(default)s)")
+                        help=_("port of this host's iperf3 server (default: %(default)s)"))
     enroll.set_defaults(func=cmd_enroll)
 
-    worker = sub.add_parser("worker", help="run the node worker in the foreground")
+    worker = sub.add_parser("worker", help=_("run the node worker in the foreground"))
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=cmd_worker)
     def client_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", help="platform URL (or BENCH_URL, or the client config file)")
-        p.add_argument("--token", help="API token (or BENCH_TOKEN, or the client config file)")
+        p.add_argument("--url", help=_("platform URL (or BENCH_URL, or the client config file)"))
+        p.add_argument("--token", help=_("API token (or BENCH_TOKEN, or the client config file)"))
 
-    submit = sub.add_parser("submit", help="benchmark nodes (procurement)")
+    submit = sub.add_parser("submit", help=_("benchmark nodes (procurement)"))
     client_args(submit)
-    submit.add_argument("--nodes", required=True, help="node ids, e.g. 3,7")
+    submit.add_argument("--nodes", required=True, help=_("node ids, e.g. 3,7"))
     submit.add_argument("--suite", default="network",
                         choices=list(SUITES))
     submit.add_argument("--profile", default="default", choices=list(PROFILES))
     submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    submit.add_argument("--wait", action="store_true", help="live progress, then the results")
+    submit.add_argument("--wait", action="store_true", help=_("live progress, then the results"))
     submit.add_argument("--format", default="table", choices=FORMATS)
     submit.set_defaults(func=cmd_submit)
 
-    status = sub.add_parser("status", help="a job's runs and where they are")
+    status = sub.add_parser("status", help=_("a job's runs and where they are"))
     client_args(status)
     status.add_argument("job", type=int)
     status.set_defaults(func=cmd_status)
 
-    results = sub.add_parser("results", help="a job's figures")
+    results = sub.add_parser("results", help=_("a job's figures"))
     client_args(results)
     results.add_argument("job", type=int)
     results.add_argument("--format", default="table", choices=FORMATS)
     results.set_defaults(func=cmd_results)
 
-    compare = sub.add_parser("compare", help="nodes side by side, with the winner per metric")
+    compare = sub.add_parser("compare", help=_("nodes side by side, with the winner per metric"))
     client_args(compare)
-    compare.add_argument("nodes", nargs="+", help="node ids")
+    compare.add_argument("nodes", nargs="+", help=_("node ids"))
     compare.add_argument("--format", default="table", choices=FORMATS)
     compare.set_defaults(func=cmd_compare)
 
-    board = sub.add_parser("leaderboard", help="the shared leaderboard")
+    board = sub.add_parser("leaderboard", help=_("the shared leaderboard"))
     client_args(board)
     board.add_argument("--metric", default="network.tcp_throughput")
-    board.add_argument("--region", default="", help="province (zhejiang) or city (hangzhou)")
+    board.add_argument("--region", default="", help=_("province (zhejiang) or city (hangzhou)"))
     board.add_argument("--format", default="table", choices=FORMATS)
     board.set_defaults(func=cmd_leaderboard)
 
-    doctor = sub.add_parser("doctor", help="check this host: tools, GPU, broker, API, clock")
+    doctor = sub.add_parser("doctor", help=_("check this host: tools, GPU, broker, API, clock"))
     doctor.set_defaults(func=cmd_doctor)
 
-    verify = sub.add_parser("verify", help="check a certificate: signature, expiry, revocation")
-    verify.add_argument("certificate", help="the certificate's JSON file")
-    verify.add_argument("--public-key", help="the platform's public key (PEM); default: the "
-                        "trusted key with the certificate's key id (BENCH_TRUSTED_KEYS)")
-    verify.add_argument("--url", help="the platform to ask about revocation (default: the URL "
-                        "the trusted key came from)")
-    verify.add_argument("--offline", action="store_true", help="do not contact the platform")
+    verify = sub.add_parser("verify", help=_("check a certificate: signature, expiry, revocation"))
+    verify.add_argument("certificate", help=_("the certificate's JSON file"))
+    verify.add_argument("--public-key", help=_("the platform's public key (PEM); default: the "
+                                               "trusted key with the certificate's key id "
+                                               "(BENCH_TRUSTED_KEYS)"))
+    verify.add_argument("--url", help=_("the platform to ask about revocation (default: the URL "
+                                        "the trusted key came from)"))
+    verify.add_argument("--offline", action="store_true", help=_("do not contact the platform"))
     verify.set_defaults(func=cmd_verify)
-    trust = sub.add_parser("trust", help="pin a platform's certificate key (verify uses it)")
+    trust = sub.add_parser("trust", help=_("pin a platform's certificate key (verify uses it)"))
     trust_sub = trust.add_subparsers(dest="trust_command", required=True)
-    trust_add = trust_sub.add_parser("add", help="fetch the key from URL once and trust it")
-    trust_add.add_argument("url", help="the platform, e.g. https://bench.example.cn")
+    trust_add = trust_sub.add_parser("add", help=_("fetch the key from URL once and trust it"))
+    trust_add.add_argument("url", help=_("the platform, e.g. https://bench.example.cn"))
     trust_add.set_defaults(func=cmd_trust)
 
-    lab = sub.add_parser("lab", help="the emulated multi-host network (root)")
+    lab = sub.add_parser("lab", help=_("the emulated multi-host network (root)"))
     lab_sub = lab.add_subparsers(dest="lab_command", required=True)
-    lab_up = lab_sub.add_parser("up", help="build a lab from a spec and run it until Ctrl-C")
+    lab_up = lab_sub.add_parser("up", help=_("build a lab from a spec and run it until Ctrl-C"))
     lab_up.add_argument("--spec", default="demo",
-                        help="a spec file, or the name of a published one (demo, tour)")
-    lab_sub.add_parser("down", help="remove every lab namespace, link and process")
+                        help=_("a spec file, or the name of a published one (demo, tour)"))
+    lab_sub.add_parser("down", help=_("remove every lab namespace, link and process"))
     lab.set_defaults(func=cmd_lab)
 
-    echo = sub.add_parser("echo-server", help="serve TCP echo (the peer side of TCP RTT)")
+    echo = sub.add_parser("echo-server", help=_("serve TCP echo (the peer side of TCP RTT)"))
     echo.add_argument("--bind", default="0.0.0.0")  # noqa: S104 - a server for peers to reach
     echo.add_argument("--port", type=int, default=7007)
     echo.add_argument("--log", default=None,
-                      help="append the server's own record of each token-bearing connection "
-                           "(JSON lines): the platform checks hosts' TCP RTT against it")
+                      help=_("append the server's own record of each token-bearing connection "
+                             "(JSON lines): the platform checks hosts' TCP RTT against it"))
     echo.set_defaults(func=cmd_echo_server)
     return parser
 
@@ -315,9 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ApiError, node_config.ConfigError, CliError, OSError) as exc:
         if args.debug:
             raise
-        print(f"benchctl: {exc}", file=sys.stderr)
+        print(_("benchctl: {error}").format(error=exc), file=sys.stderr)
         if isinstance(exc, ApiError) and exc.status == 409:
-            print("fix: ask the provider for a new enrolment token", file=sys.stderr)
+            print(_("fix: {fix}").format(fix=_("ask the provider for a new enrolment token")),
+                  file=sys.stderr)
         return 2
 
 

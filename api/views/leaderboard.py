@@ -56,6 +56,8 @@ FILTER_PARAMS = [
                      description="verified: only figures a reference endpoint's own record "
                                  "matched (the default for throughput and RTT to references); "
                                  "any: host-reported figures too"),
+    OpenApiParameter("max_price", int, description="a monthly budget in CNY: only nodes priced "
+                                                   "at or under it (unpriced nodes drop out)"),
     OpenApiParameter("format", str, enum=["json", "csv"]),
 ]
 PAGE_SIZE = 100

@@ -67,6 +67,7 @@ def load_profiles(path: Path = PROFILES_FILE) -> list[CertificationProfile]:
             profile, _ = CertificationProfile.objects.update_or_create(
                 name=spec["name"], version=spec["version"],
                 defaults={"suite": spec["suite"], "description": spec.get("description", ""),
+                          "description_zh": spec.get("description_zh", ""),
                           "criteria": criteria})
             loaded.append(profile)
     return loaded

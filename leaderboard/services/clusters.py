@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from config.errors import Invalid
 from contract import metrics
@@ -111,10 +112,12 @@ def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
         carries = result.slowest_link_gbps / 8  # GB/s
         if busbw < BUSBW_OF_LINK * carries:
             findings.append(Finding(
-                "busbw-under-links", f"all-reduce reaches {busbw:.3g} GB/s, {busbw / carries:.0%} "
-                f"of what the slowest link carries ({carries:.3g} GB/s)",
-                "check NCCL's transport (NCCL_DEBUG=INFO: socket vs IB/RoCE), NCCL_SOCKET_IFNAME "
-                "and the number of sockets per thread"))
+                "busbw-under-links", _("all-reduce reaches %(busbw)s GB/s, %(share)s of what the "
+                                       "slowest link carries (%(carries)s GB/s)")
+                % {"busbw": f"{busbw:.3g}", "share": f"{busbw / carries:.0%}",
+                   "carries": f"{carries:.3g}"},
+                _("check NCCL's transport (NCCL_DEBUG=INFO: socket vs IB/RoCE), NCCL_SOCKET_IFNAME "
+                  "and the number of sockets per thread")))
     return findings
 
 
@@ -141,10 +144,12 @@ def slow_node(links: list[LinkResult]) -> list[Finding]:
             worst = (mine / others, name, mine, others)
     if worst is None:
         return []
-    _, name, mine, others = worst
-    return [Finding("slow-node", f"{name}: its links run at {mine:.2f} of the others' "
-                    f"{others:.2f} Gbit/s", f"test the cluster without {name}, or ask the "
-                    "provider to check its NIC, cabling and switch port")]
+    name, mine, others = worst[1:]  # (`_` is gettext here)
+    return [Finding("slow-node", _("%(name)s: its links run at %(mine)s of the others' "
+                                   "%(others)s Gbit/s")
+                    % {"name": name, "mine": f"{mine:.2f}", "others": f"{others:.2f}"},
+                    _("test the cluster without %(name)s, or ask the provider to check its NIC, "
+                      "cabling and switch port") % {"name": name})]
 
 
 def slow_links(links: list[LinkResult]) -> list[Finding]:
@@ -152,10 +157,12 @@ def slow_links(links: list[LinkResult]) -> list[Finding]:
     median = rate(links)
     if median is None or len(links) < 2:
         return []
-    return [Finding("slow-link", f"{li.source.name} -> {li.target.name} runs at "
-                    f"{li.throughput_gbps:.2f} of the cluster's median {median:.2f} Gbit/s",
-                    "re-test that pair; if it stays slow, the path between them (switch, "
-                    "route) is the bottleneck")
+    return [Finding("slow-link", _("%(source)s -> %(target)s runs at %(gbps)s of the cluster's "
+                                   "median %(median)s Gbit/s")
+                    % {"source": li.source.name, "target": li.target.name,
+                       "gbps": f"{li.throughput_gbps:.2f}", "median": f"{median:.2f}"},
+                    _("re-test that pair; if it stays slow, the path between them (switch, "
+                      "route) is the bottleneck"))
             for li in links if li.throughput_gbps is not None
             and li.throughput_gbps < SLOW_LINK * median]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from contract import link_classes
 
 Values = Mapping[str, float]
@@ -29,11 +31,13 @@ def communication_bound(v: Values) -> Finding | None:
         return None
     if util is not None and util >= 80:
         return None
+    share = f"{comm:.0%}"
     return Finding("communication-bound",
-                   f"communication takes {comm:.0%} of each step"
-                   + (f" and the GPU is busy only {util:.0f}%" if util is not None else ""),
-                   "accumulate gradients over more micro-batches (DDP no_sync) to all-reduce "
-                   "less often, or choose nodes with faster interconnect")
+                   _("communication takes %(share)s of each step and the GPU is busy only "
+                     "%(util)s%%") % {"share": share, "util": f"{util:.0f}"} if util is not None
+                   else _("communication takes %(share)s of each step") % {"share": share},
+                   _("accumulate gradients over more micro-batches (DDP no_sync) to all-reduce "
+                     "less often, or choose nodes with faster interconnect"))
 
 
 def input_bound(v: Values) -> Finding | None:
@@ -41,9 +45,10 @@ def input_bound(v: Values) -> Finding | None:
     if gain is None or gain < 1.5:
         return None
     return Finding("input-bound",
-                   f"more DataLoader workers read {gain:.1f}x faster than one process",
-                   "raise num_workers and prefetch_factor; pack small files into shards; "
-                   "cache hot data on tmpfs or local NVMe")
+                   _("more DataLoader workers read %(gain)sx faster than one process")
+                   % {"gain": f"{gain:.1f}"},
+                   _("raise num_workers and prefetch_factor; pack small files into shards; "
+                     "cache hot data on tmpfs or local NVMe"))
 
 
 def small_files(v: Values) -> Finding | None:
@@ -51,36 +56,39 @@ def small_files(v: Values) -> Finding | None:
     # Both zero (in range, and a host may post it) says nothing; small zero alone is the worst case.
     if small is None or packed is None or packed <= 0 or packed < 2 * small:
         return None
-    ratio = f"{packed / small:.1f}x" if small > 0 else "far"
-    return Finding("small-files", f"many small files read {ratio} slower than "
-                   "the same data packed", "pack samples into larger shards (tar/WebDataset, "
-                   "LMDB) or cache them on tmpfs")
+    verdict = (_("many small files read %(ratio)sx slower than the same data packed")
+               % {"ratio": f"{packed / small:.1f}"} if small > 0
+               else _("many small files read far slower than the same data packed"))
+    return Finding("small-files", verdict, _("pack samples into larger shards (tar/WebDataset, "
+                                             "LMDB) or cache them on tmpfs"))
 
 
 def far_from_region(v: Values) -> Finding | None:
     rtt = v.get("network.tcp_rtt", v.get("network.icmp_rtt_avg"))
     if rtt is None or rtt <= 10:
         return None
-    return Finding("high-latency", f"{rtt:.1f} ms to its region's reference endpoint",
-                   "pick a data centre closer to your data and your other nodes")
+    return Finding("high-latency", _("%(rtt)s ms to its region's reference endpoint")
+                   % {"rtt": f"{rtt:.1f}"},
+                   _("pick a data centre closer to your data and your other nodes"))
 
 
 def slow_interconnect(v: Values) -> Finding | None:
     gbps = v.get("network.internode_throughput", v.get("network.tcp_throughput"))
     if gbps is None or link_classes.reaches(gbps, MULTI_NODE_CLASS):
         return None
-    return Finding("slow-network", f"{gbps:.2f} Gbit/s, under what a 10 GbE link measures "
-                   f"({link_classes.floor(MULTI_NODE_CLASS):g} Gbit/s), the least multi-node "
-                   "training needs", "keep training on one node, or ask for 25/100 GbE or RDMA")
+    return Finding("slow-network", _("%(gbps)s Gbit/s, under what a 10 GbE link measures "
+                                     "(%(floor)s Gbit/s), the least multi-node training needs")
+                   % {"gbps": f"{gbps:.2f}", "floor": f"{link_classes.floor(MULTI_NODE_CLASS):g}"},
+                   _("keep training on one node, or ask for 25/100 GbE or RDMA"))
 
 
 def slow_checkpoints(v: Values) -> Finding | None:
     gbs = v.get("storage.checkpoint_write")
     if gbs is None or gbs >= 0.5:
         return None
-    return Finding("slow-checkpoints", f"checkpoints write at {gbs:.2f} GB/s",
-                   "write checkpoints to local NVMe and copy them off asynchronously, or "
-                   "checkpoint less often")
+    return Finding("slow-checkpoints", _("checkpoints write at %(gbs)s GB/s") % {"gbs": f"{gbs:.2f}"},
+                   _("write checkpoints to local NVMe and copy them off asynchronously, or "
+                     "checkpoint less often"))
 
 
 RULES: list[Callable[[Values], Finding | None]] = [
@@ -100,8 +108,9 @@ def diagnose(values: Values) -> list[Finding]:
         try:
             found = rule(values)
         except (ArithmeticError, ValueError, TypeError) as exc:
-            found = Finding(UNAVAILABLE, f"the {rule.__name__} rule could not judge these "
-                            f"figures ({exc.__class__.__name__})", "")
+            found = Finding(UNAVAILABLE, _("the %(rule)s rule could not judge these figures "
+                                           "(%(error)s)") % {"rule": rule.__name__,
+                                                             "error": exc.__class__.__name__}, "")
         if found is not None:
             findings.append(found)
     return findings

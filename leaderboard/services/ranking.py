@@ -59,14 +59,18 @@ class Filters:
     profile: str = ""  # empty: the profile with the most results for the metric
     certified: bool = False
     evidence: str = ""  # empty: verified where the metric can be verified, else any
+    max_price: int | None = None  # CNY per month: a buyer's budget (nodes with no price drop out)
 
     @classmethod
     def from_query(cls, query: Any) -> Filters:
+        for key in ("metric", "region", "provider", "provider_kind", "gpu_model", "profile", "evidence"):
+            if "\x00" in str(query.get(key, "")):  # PostgreSQL text cannot hold NUL: a 400, not a 503
+                raise BadText(f"{key} must not contain NUL bytes", field=key)
         return cls(metric=query.get("metric") or DEFAULT_METRIC, region=query.get("region", ""),
                    provider=query.get("provider", ""), provider_kind=query.get("provider_kind", ""),
                    gpu_model=query.get("gpu_model", ""), profile=query.get("profile", ""),
                    certified=str(query.get("certified", "")).lower() in ("1", "true", "yes"),
-                   evidence=query.get("evidence", ""))
+                   evidence=query.get("evidence", ""), max_price=budget(query.get("max_price")))
 
     def evidence_class(self) -> str:
         """Which board rows rank: verified figures only, or every figure."""
@@ -78,6 +82,24 @@ class Filters:
         if self.evidence == "verified" or metric_of(self.metric).verifiable:
             return LatestResult.VERIFIED
         return LatestResult.ANY
+
+
+class BadText(BadFilter):
+    pass
+
+
+class BadBudget(BadFilter):
+    default_field = "max_price"
+
+
+def budget(raw: Any) -> int | None:
+    """A monthly budget in CNY from a query string: empty for none, else a whole number."""
+    text = str(raw or "").replace(",", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 9:
+        raise BadBudget(f"max_price must be a whole number of CNY per month, not {text[:32]!r}")
+    return int(text)
 
 
 def metric_of(name: str) -> metrics.Metric:
@@ -111,6 +133,8 @@ def filtered(filters: Filters, profile: str, evidence: str | None = None) -> Que
         rows = rows.filter(node__provider__kind=filters.provider_kind)
     if filters.gpu_model:
         rows = rows.filter(node__gpu_model__iexact=filters.gpu_model)
+    if filters.max_price is not None:
+        rows = rows.filter(node__monthly_price_cny__lte=filters.max_price)
     if filters.certified:
         rows = rows.filter(node__certificates__revoked_at__isnull=True,
                            node__certificates__expires_at__gt=timezone.now()).distinct()
@@ -198,7 +222,7 @@ def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
 class Group:
     key: str
     name: str
-    kind: str  # province, city, provider
+    kind: str  # province, city, provider, kind
     nodes: int
     median: float
     p5: float
@@ -207,7 +231,8 @@ class Group:
 
 
 def groups(filters: Filters, by: str) -> tuple[list[Group], str]:
-    """Median and spread across nodes of each province and city, or of each provider."""
+    """Median and spread across nodes of each province and city, of each provider, or of
+    each provider kind."""
     metric = metric_of(filters.metric)
     profile = profile_for(filters)
     buckets: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
@@ -216,6 +241,8 @@ def groups(filters: Filters, by: str) -> tuple[list[Group], str]:
         if by == "provider":
             buckets[("provider", str(node.provider_id), node.provider.name, node.provider.kind)].append(
                 row.value)
+        elif by == "kind":  # local data centres against cloud, the seeds' own comparison
+            buckets[("kind", node.provider.kind, node.provider.kind, node.provider.kind)].append(row.value)
         else:
             buckets[("province", node.region.province.lower(), node.region.province, "")].append(row.value)
             buckets[("city", node.region.code, f"{node.region.province} / {node.region.city}", "")].append(
@@ -226,7 +253,8 @@ def groups(filters: Filters, by: str) -> tuple[list[Group], str]:
         out.append(Group(key=key, name=label, kind=kind, nodes=len(ordered),
                          median=statistics.median(ordered), p5=percentile(ordered, 5),
                          p95=percentile(ordered, 95), provider_kind=provider_kind))
-    out.sort(key=lambda g: (g.kind != "province", -g.median if metric.higher_is_better else g.median))
+    out.sort(key=lambda g: (g.kind not in ("province", "kind"),
+                            -g.median if metric.higher_is_better else g.median))
     return out, profile
 
 

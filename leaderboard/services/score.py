@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from contract import link_classes
 
@@ -27,26 +28,36 @@ class Part:
     metrics: tuple[str, ...]  # the first one present is used
     target: float
     higher_is_better: bool
-    why: str
+    why: str  # marked for translation; the pages translate it when shown
+    label: str = ""
 
 
 PARTS = [
     # A node's own figures only: its links and clusters are judged on their own boards.
     Part("bandwidth", ("network.tcp_throughput",),
          link_classes.floor(10.0), True,
-         "a 10 GbE link between nodes for distributed training (9 Gbit/s measured)"),
+         gettext_noop("a 10 GbE link between nodes for distributed training (9 Gbit/s measured)"),
+         gettext_noop("Bandwidth")),
     Part("latency", ("network.tcp_rtt", "network.icmp_rtt_avg"), 5.0,
-         False, "RTT under 5 ms is good; over 10 ms needs a better path"),
+         False, gettext_noop("RTT under 5 ms is good; over 10 ms needs a better path"),
+         gettext_noop("Latency")),
     Part("busbw", ("training.allreduce_busbw",), 1.25, True,
-         "all-reduce bus bandwidth at 10 Gbit/s line rate (1.25 GB/s)"),
+         gettext_noop("all-reduce bus bandwidth at 10 Gbit/s line rate (1.25 GB/s)"),
+         gettext_noop("All-reduce bandwidth")),
     Part("comm_share", ("training.comm_share",), 0.30, False,
-         "communication over 30% of step time is common and costly"),
-    Part("iops", ("storage.randread_iops",), 100_000.0, True, "4k random read IOPS of local NVMe"),
-    Part("checkpoint", ("storage.checkpoint_write",), 1.0, True, "checkpoint writes at 1 GB/s"),
+         gettext_noop("communication share over 30%: common and costly"),
+         gettext_noop("Communication share")),
+    Part("iops", ("storage.randread_iops",), 100_000.0, True,
+         gettext_noop("4k random read IOPS of local NVMe"),
+         gettext_noop("Storage IOPS")),
+    Part("checkpoint", ("storage.checkpoint_write",), 1.0, True, gettext_noop("checkpoint writes at 1 GB/s"),
+         gettext_noop("Checkpoint writes")),
     Part("data_loading", ("training.dataloader_samples_per_s",), 2_000.0, True,
-         "an input pipeline that keeps a GPU fed (2,000 samples/s)"),
+         gettext_noop("an input pipeline that keeps a GPU fed (2,000 samples/s)"),
+         gettext_noop("Data loading")),
     Part("gpu_utilisation", ("training.gpu_util_mean",), 80.0, True,
-         "GPU busy at least 80% of the training window"),
+         gettext_noop("GPU busy for at least 80%, over the training window"),
+         gettext_noop("GPU utilisation")),
 ]
 
 DEFAULT_WEIGHTS = {"bandwidth": 3.0, "latency": 2.0, "busbw": 3.0, "comm_share": 2.0,

@@ -149,7 +149,7 @@ def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
     assert 'class="chart links"' in node_page and "hz-b2: its links run at" in node_page
     assert "hz-b1 → hz-b2: 0.19 Gbit/s, RTT 0.2 ms (confirmed by both ends)" in node_page
     provider_page = Client().get(f"/providers/{bad[1].node.provider_id}/").content.decode()
-    assert provider_page.count("<rect") == 12  # each ordered pair of both clusters, once
+    assert provider_page.count("<rect class=\"cell\"") == 12  # each ordered pair of both clusters, once
 
 
 def test_a_job_that_mixes_providers_ranks_no_cluster(

@@ -84,14 +84,14 @@ def test_the_leaderboard_filters_sorts_and_draws_its_chart(board: Any, page: Any
 def test_the_chinese_page_has_chinese_labels(board: Any, page: Any, live_server: Any) -> None:
     zh = page.context.browser.new_context(locale="zh-CN").new_page()  # Accept-Language: zh-CN
     zh.goto(f"{live_server.url}/?evidence=any")
-    assert zh.inner_text("h1") == "GPU 节点排行榜"
-    assert "地区对比" in zh.content() and "本地数据中心" in zh.inner_text("#leaderboard")
+    assert zh.inner_text("header .brand") == "GPU 节点排行榜"
+    assert "浙江与广东（深圳）对比" in zh.content() and "本地机房" in zh.inner_text("#leaderboard")
     zh.screenshot(path=str(SHOTS / "leaderboard-zh.png"), full_page=True)
     page.goto(f"{live_server.url}/")
-    assert page.inner_text("h1") == "GPU node leaderboard"
+    assert page.inner_text("header .brand") == "GPU node leaderboard"
     with page.expect_navigation():
         page.select_option("#language select", "zh-hans")  # the switch on the page
-    assert page.inner_text("h1") == "GPU 节点排行榜"
+    assert page.inner_text("header .brand") == "GPU 节点排行榜"
     assert page.errors == []
 
 

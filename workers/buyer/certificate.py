@@ -20,24 +20,27 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from contract.canonical import canonical
+from workers.i18n import _
 
 
 def load_public_key(pem: bytes) -> Ed25519PublicKey:
     key = serialization.load_pem_public_key(pem)
     if not isinstance(key, Ed25519PublicKey):
-        raise ValueError("the public key is not an Ed25519 key")
+        raise ValueError(_("the public key is not an Ed25519 key"))
     return key
 
 
 @dataclass
 class Verdict:
     valid: bool
-    reasons: list[str] = field(default_factory=list)  # why not, or what was not checked
-    revocation: str = "not checked"
+    # Why not, or what was not checked; like revocation, in the person's language.
+    reasons: list[str] = field(default_factory=list)
+    revocation: str = field(default_factory=lambda: _("not checked"))
 
     def line(self) -> str:
-        head = "VALID" if self.valid else "INVALID"
-        return f"{head}: " + "; ".join(self.reasons + [f"revocation {self.revocation}"])
+        head = _("VALID") if self.valid else _("INVALID")
+        return _("{verdict}: {reasons}").format(verdict=head, reasons=_("; ").join(
+            self.reasons + [_("revocation {state}").format(state=self.revocation)]))
 
 
 def verify(certificate: dict[str, Any], public_key: Ed25519PublicKey,
@@ -46,32 +49,32 @@ def verify(certificate: dict[str, Any], public_key: Ed25519PublicKey,
     document = certificate.get("document")
     signature = certificate.get("signature")
     if not isinstance(document, dict) or not isinstance(signature, str):
-        return Verdict(False, ["not a certificate: it needs a document and a signature"])
+        return Verdict(False, [_("not a certificate: it needs a document and a signature")])
     reasons: list[str] = []
     valid = True
     try:
         public_key.verify(base64.b64decode(signature), canonical(document))
-        reasons.append("signature good")
+        reasons.append(_("signature good"))
     except (InvalidSignature, ValueError):
         valid = False
-        reasons.append("signature does not match: the document was changed or signed with "
-                       "another key")
+        reasons.append(_("signature does not match: the document was changed or signed with "
+                         "another key"))
     now = now or datetime.now(UTC)
     try:
         expires = datetime.fromisoformat(str(document["expires_at"]))
     except (KeyError, ValueError):
-        return Verdict(False, [*reasons, "no valid expires_at"])
+        return Verdict(False, [*reasons, _("no valid expires_at")])
     if expires <= now:
         valid = False
-        reasons.append(f"expired on {expires.isoformat()}")
+        reasons.append(_("expired on {date}").format(date=expires.isoformat()))
     else:
-        reasons.append(f"valid until {expires.isoformat()}")
+        reasons.append(_("valid until {date}").format(date=expires.isoformat()))
     verdict = Verdict(valid, reasons)
     if revoked is None:
-        verdict.revocation = "not checked (offline)"
+        verdict.revocation = _("not checked (offline)")
     elif revoked:
         verdict.valid = False
-        verdict.revocation = "checked online: REVOKED"
+        verdict.revocation = _("checked online: REVOKED")
     else:
-        verdict.revocation = "checked online: not revoked"
+        verdict.revocation = _("checked online: not revoked")
     return verdict

@@ -64,6 +64,25 @@ def nics() -> list[dict[str, Any]]:
     return found
 
 
+def disks() -> list[dict[str, Any]]:
+    """Block devices (no loop, RAM or device-mapper): size, spinning or not, model."""
+    found = []
+    for dev in sorted(Path("/sys/block").glob("*")):
+        if dev.name.startswith(("loop", "ram", "dm-", "zram", "sr")):
+            continue
+        try:
+            size = int((dev / "size").read_text().strip()) * 512  # in 512-byte sectors, always
+            rotational = (dev / "queue" / "rotational").read_text().strip() == "1"
+        except (OSError, ValueError):
+            continue
+        try:
+            model = (dev / "device" / "model").read_text().strip()
+        except OSError:
+            model = ""
+        found.append({"name": dev.name, "size_bytes": size, "rotational": rotational, "model": model})
+    return found
+
+
 def gpus() -> dict[str, Any]:
     """GPU inventory through NVML (benchmarks.nvml: one guarded reader); says why when none."""
     return nvml.inventory()
@@ -80,5 +99,6 @@ def collect() -> dict[str, Any]:
         "python": platform.python_version(),
         "tools": {tool: _tool_version(tool) for tool in TOOL_VERSION_ARGS},
         "nics": nics(),
+        "disks": disks(),
         "gpu": gpus(),
     }

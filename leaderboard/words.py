@@ -1,0 +1,87 @@
+"""The words the pages show for the platform's own names: places, provider kinds, run
+states, evidence, metric labels and their explanations.
+
+Marked here (gettext_noop) and translated when shown, in the request's language, so one
+table serves both languages and the API keeps its stable English ids.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+from contract import metrics
+
+# Regions are data (an operator enrols them in English); these are the ones the service
+# covers and its neighbours. A region not listed here shows as entered.
+PLACES = [
+    gettext_noop("Zhejiang"), gettext_noop("Hangzhou"), gettext_noop("Ningbo"),
+    gettext_noop("Wenzhou"), gettext_noop("Shaoxing"), gettext_noop("Jiaxing"),
+    gettext_noop("Huzhou"), gettext_noop("Jinhua"), gettext_noop("Taizhou"),
+    gettext_noop("Guangdong"), gettext_noop("Shenzhen"), gettext_noop("Guangzhou"),
+    gettext_noop("Dongguan"), gettext_noop("Foshan"), gettext_noop("Shanghai"),
+    gettext_noop("Jiangsu"), gettext_noop("Suzhou"), gettext_noop("Nanjing"),
+    gettext_noop("Beijing"), gettext_noop("Hebei"), gettext_noop("Zhangjiakou"),
+    gettext_noop("Inner Mongolia"), gettext_noop("Ulanqab"), gettext_noop("Guizhou"),
+    gettext_noop("Gui'an"), gettext_noop("Sichuan"), gettext_noop("Chengdu"),
+]
+
+KINDS = {"local_dc": gettext_noop("local data centre"), "cloud": gettext_noop("cloud")}
+
+STATES = {"queued": gettext_noop("queued"), "running": gettext_noop("running"),
+          "succeeded": gettext_noop("succeeded"), "failed": gettext_noop("failed"),
+          "cancelled": gettext_noop("cancelled")}
+
+TIERS = {"gold": gettext_noop("gold"), "silver": gettext_noop("silver"),
+         "bronze": gettext_noop("bronze")}
+
+REQUESTERS = {"buyer": gettext_noop("buyer"), "provider": gettext_noop("provider"),
+              "platform": gettext_noop("platform")}
+
+
+def place(name: str) -> str:
+    return _(name) if name else name
+
+
+def region(province: str, city: str) -> str:
+    return f"{place(province)} · {place(city)}"
+
+
+def kind(code: str) -> str:
+    return _(KINDS[code]) if code in KINDS else code
+
+
+def state(code: str) -> str:
+    return _(STATES[code]) if code in STATES else code
+
+
+def tier(code: str) -> str:
+    return _(TIERS[code]) if code in TIERS else code
+
+
+def requester(code: str) -> str:
+    return _(REQUESTERS[code]) if code in REQUESTERS else code
+
+
+def label(metric: str) -> str:
+    known = metrics.METRICS.get(metric)
+    return _(known.label) if known else metric
+
+
+def about(metric: str) -> str:
+    known = metrics.METRICS.get(metric)
+    return _(known.about) if known and known.about else ""
+
+
+def unit(metric: str) -> str:
+    """The unit as shown: symbols stay, the words among them are translated."""
+    known = metrics.METRICS.get(metric)
+    return unit_word(known.unit) if known else ""
+
+
+UNIT_WORDS = {"count": gettext_noop("count"), "ratio": gettext_noop("ratio"),
+              "samples/s": gettext_noop("samples/s"), "files/s": gettext_noop("files/s")}
+
+
+def unit_word(symbol: str) -> str:
+    return _(UNIT_WORDS[symbol]) if symbol in UNIT_WORDS else symbol

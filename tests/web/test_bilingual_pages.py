@@ -1,0 +1,242 @@
+"""Every page in both languages, in a real headless Chromium, as a buyer reads it: a
+Simplified Chinese page shows no English word outside an allow list (units, tool and product
+names, ids), proper names marked translate="no" aside; charts carry labelled axes; the compare
+page compares, a tie counted as a tie. A screenshot of each page in each language lands under
+var/test-output/screenshots/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from certification.models import Certificate
+from fleet.models import Node
+from jobs.services import submission
+from lab.procs import REPO
+from tests.fixtures import measured
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = REPO / "var" / "test-output" / "screenshots"
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("chromium") is None,
+                                 reason="Debian's chromium is not installed (make tools installs it)")]
+
+# Words a Chinese page may show in Latin letters: units, tools, products, standards, ids.
+ALLOWED = {
+    "gbit", "gb", "ms", "iops", "kib", "mib", "gib", "us", "fio", "iperf3", "ping", "pytorch",
+    "torch", "save", "load", "fsync", "nccl", "ddp", "gpu", "gpus", "cpu", "rtt", "tcp", "icmp",
+    "nvme", "tmpfs", "dataloader", "all", "reduce", "bf16", "fp32", "cuda", "nvidia", "nvlink",
+    "pcie", "gen", "python", "json", "benchctl", "verify", "nccl-tests", "ssd", "hdd", "gbe",
+    "rdma", "ib", "roce", "api", "no_sync", "num_workers", "prefetch_factor", "webdataset",
+    "lmdb", "tar", "p5", "p95", "p99", "p50", "mdev", "tracepath", "socket", "debug", "info",
+    "ncclsocketifname", "v1", "v2", "x", "a100", "h800", "tflop", "w", "s", "all-reduce", "worker",
+    "imagenet", "resnet-",
+}
+
+
+@pytest.fixture
+def board(buyer: Any, enrol_node: Any, shenzhen: Any) -> dict[str, Any]:
+    hz1, hz2, sz1 = enrol_node("hz-1"), enrol_node("hz-2"), enrol_node("sz-1", region=shenzhen)
+    for node, gbps, rtt, loader in ((hz1, 9.4, 1.2, 52_000.0), (hz2, 0.9, 3.5, 52_000.0),
+                                    (sz1, 0.19, 12.5, 8_000.0)):
+        measured(buyer, node, gbps, extra={"network.tcp_rtt": rtt, "storage.checkpoint_write": 0.3,
+                                           "training.dataloader_samples_per_s": loader})
+    measured(buyer, hz1, 9.1, extra={"network.tcp_rtt": 1.1, "storage.checkpoint_write": 0.3,
+                                     "training.dataloader_samples_per_s": 52_000.0})
+    for node, price in ((hz1, 26_000), (hz2, 18_000), (sz1, 15_000)):
+        Node.objects.filter(pk=node.node.pk).update(monthly_price_cny=price)
+    # The pages show what is stored; issuing and signing are tested in tests/certification.
+    now = timezone.now()
+    Certificate.objects.create(node=hz1.node, profile="single-node-training", profile_version=2,
+                               tier="silver", document={}, signature="-", issued_at=now,
+                               expires_at=now + timedelta(days=30))
+    return {"hz-1": hz1, "hz-2": hz2, "sz-1": sz1}
+
+
+@pytest.fixture
+def browser(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the test's ORM calls are sync
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield chromium
+        chromium.close()
+
+
+def open_tab(browser: Any, locale: str, width: int = 1280) -> Any:
+    tab = browser.new_context(locale=locale, viewport={"width": width, "height": 900}).new_page()
+    tab.errors = []
+    tab.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    return tab
+
+
+VISIBLE_TEXT = """() => {
+  const out = [];
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    const node = walk.currentNode, el = node.parentElement;
+    if (!node.textContent.trim() || !el) continue;
+    if (el.closest('[translate="no"], script, style, noscript, title, option')) continue;
+    if (!el.getClientRects().length) continue;
+    out.push(node.textContent.trim());
+  }
+  for (const o of document.querySelectorAll('select:not([translate="no"]) option:not([translate="no"])'))
+    out.push(o.textContent.trim());
+  return out;
+}"""
+
+
+TEXTS = "els => els.map(e => e.textContent)"
+
+
+def english_words(tab: Any) -> set[str]:
+    words = set()
+    for text in tab.evaluate(VISIBLE_TEXT):
+        text = re.sub(r"https?://\S+|/\S*|\S+\.\S+|\S*\d\S*", " ", text)  # paths, ids, numbers
+        for word in re.findall(r"[A-Za-z][A-Za-z_-]+", text):
+            if word.lower().strip("-_") not in ALLOWED and not word.isupper():
+                words.add(word)
+    return words
+
+
+def pages(live_server: Any, board: dict[str, Any], job_id: int) -> dict[str, str]:
+    hz1, hz2, sz1 = (board[n].node for n in ("hz-1", "hz-2", "sz-1"))
+    return {"leaderboard": "/?evidence=any", "compare": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}",
+            "node": f"/nodes/{hz1.pk}/", "provider": f"/providers/{hz1.provider_id}/",
+            "certification": "/certification/", "job": f"/jobs/{job_id}/",
+            "login": "/accounts/login/", "not-found": "/nodes/999999/"}
+
+
+def signed_in(tab: Any, buyer: Any, live_server: Any) -> None:
+    client = Client()
+    client.force_login(buyer.user)
+    tab.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                              "url": live_server.url}])
+
+
+def test_every_page_reads_in_chinese_and_in_english(board: Any, browser: Any, live_server: Any,
+                                                    buyer: Any) -> None:
+    job, _ = submission.submit(buyer.user, [board["hz-2"].node.pk], "noop")
+    for lang, locale in (("zh-hans", "zh-CN"), ("en", "en-US")):
+        tab = open_tab(browser, locale)
+        signed_in(tab, buyer, live_server)
+        for name, path in pages(live_server, board, job.pk).items():
+            url = f"{live_server.url}/{lang}{path}"
+            tab.goto(url)
+            assert tab.evaluate("document.documentElement.lang") == lang, url
+            tab.screenshot(path=str(SHOTS / f"{name}-{lang}.png"), full_page=True)
+            if lang == "zh-hans":
+                assert english_words(tab) == set(), url
+        tab.goto(f"{live_server.url}/{lang}/nodes/999999/")
+        assert tab.locator("h1").inner_text() == ("页面不存在" if lang == "zh-hans" else "Not found")
+        assert tab.errors == [] or all("404" in e for e in tab.errors), tab.errors
+    # A phone-sized screen: the board still fits its width (tables scroll inside their box).
+    phone = open_tab(browser, "zh-CN", width=390)
+    phone.goto(f"{live_server.url}/zh-hans/?evidence=any")
+    phone.screenshot(path=str(SHOTS / "leaderboard-zh-hans-phone.png"), full_page=True)
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 400
+
+
+def test_the_chinese_board_names_places_kinds_metrics_and_advice_in_chinese(
+        board: Any, browser: Any, live_server: Any) -> None:
+    tab = open_tab(browser, "zh-CN")
+    tab.goto(f"{live_server.url}/zh-hans/?evidence=any&metric=network.tcp_rtt")
+    table = tab.inner_text("#leaderboard")
+    assert "浙江省 · 杭州" in table and "广东省 · 深圳" in table and "本地机房" in table
+    assert "TCP 往返时延（回显）" in table and "银牌" in table  # the metric and the tier badge
+    # Only columns with data, the ranked one first, numbers with separators and units.
+    headers = tab.eval_on_selector_all("#leaderboard thead th a[data-metric]",
+                                       "els => els.map(e => e.dataset.metric)")
+    assert headers == ["network.tcp_rtt", "network.tcp_throughput", "storage.checkpoint_write",
+                       "training.dataloader_samples_per_s"]
+    assert "52,000" in table and "26,000" in table
+    # Each column's winner is marked: hz-1 has the lowest RTT; checkpoint writes are a tie.
+    winners = tab.eval_on_selector_all("#leaderboard tbody tr", """rows => rows.map(r =>
+        [r.dataset.node, [...r.querySelectorAll('td.best')].length])""")
+    assert dict(winners)["hz-1"] >= 2 and dict(winners)["sz-1"] == 0
+    assert tab.locator("#leaderboard .spread").count() == 3
+    tab.goto(f"{live_server.url}/zh-hans/nodes/{board['sz-1'].node.pk}/")
+    assert "到本地区参考节点的时延为 12.5 ms" in tab.inner_text("#diagnosis")
+    assert "选择离数据和其他节点更近的机房" in tab.inner_text("#diagnosis")
+
+
+def test_charts_have_labelled_axes_legends_and_hover_values(board: Any, browser: Any,
+                                                           live_server: Any) -> None:
+    tab = open_tab(browser, "en-US")
+    tab.goto(f"{live_server.url}/en/?evidence=any")
+    for chart in ("#ranking-chart", "#region-chart", "#kind-chart", "#price-chart"):
+        labels = tab.eval_on_selector_all(f"{chart} svg text.axis-label", TEXTS)
+        assert labels, chart
+        assert tab.locator(f"{chart} svg text.tick").count() >= 3, chart
+    assert any("Gbit/s" in t for t in tab.eval_on_selector_all(
+        "#ranking-chart svg text.axis-label", "els => els.map(e => e.textContent)"))
+    assert tab.eval_on_selector_all("#price-chart svg text.axis-label", TEXTS)[:2] == [
+        "price (CNY/month)", "training readiness score (0–100)"]
+    assert tab.locator("#price-chart svg .corner-label").text_content() == "cheap and good"
+    assert tab.locator("#region-chart svg rect.bar").count() >= 2  # Zhejiang and Guangdong
+    # No label overlaps a bar: every label's box ends left of the bars.
+    assert tab.evaluate("""() => {
+      const svg = document.querySelector('#ranking-chart svg');
+      const bar = Math.min(...[...svg.querySelectorAll('rect.bar')].map(r => r.getBoundingClientRect().left));
+      return [...svg.querySelectorAll('text.label')].every(t => t.getBoundingClientRect().right <= bar + 0.5);
+    }""")
+    tab.goto(f"{live_server.url}/zh-hans/nodes/{board['hz-1'].node.pk}/")
+    history = tab.eval_on_selector_all(".history svg text.axis-label", "els => els.map(e => e.textContent)")
+    assert "测量日期" in " ".join(history) and "TCP 吞吐量 (Gbit/s)" in history
+    assert tab.locator(".history svg circle title").first.text_content().endswith("Gbit/s")
+    assert tab.errors == []
+
+
+def test_the_compare_page_compares_with_ties_and_price_differences(board: Any, browser: Any,
+                                                                  live_server: Any) -> None:
+    hz1, hz2, sz1 = (board[n].node for n in ("hz-1", "hz-2", "sz-1"))
+    tab = open_tab(browser, "zh-CN")
+    tab.goto(f"{live_server.url}/zh-hans/?evidence=any")
+    for node in (hz1, sz1):  # tick two on the board, then compare
+        tab.check(f"#leaderboard input[value='{node.pk}']")
+    tab.click("#compare")
+    assert tab.url.endswith(f"/zh-hans/compare/?nodes={hz1.pk}&nodes={sz1.pk}")
+    assert tab.locator("#comparison thead th[data-candidate]").count() == 2
+    tab.goto(f"{live_server.url}/zh-hans/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}")
+    row = tab.locator("#comparison tr[data-metric='network.tcp_throughput'] td")
+    assert [c.get_attribute("class") for c in row.all()] == ["num best", "num", "num"]
+    loader = tab.locator("#comparison tr[data-metric='training.dataloader_samples_per_s']")
+    assert "tie" in (loader.get_attribute("class") or "") and "平局" in loader.inner_text()
+    assert tab.locator("#comparison tr[data-metric='training.dataloader_samples_per_s'] td.best").count() == 2
+    # Three equal checkpoint figures: a tie, and nobody is marked better.
+    checkpoint = tab.locator("#comparison tr[data-metric='storage.checkpoint_write']")
+    assert "tie" in (checkpoint.get_attribute("class") or "")
+    assert checkpoint.locator("td.best").count() == 0
+    prices = tab.locator("#comparison tr.price td").all_inner_texts()
+    assert prices == ["26,000 (+11,000)", "18,000 (+3,000)", "15,000"]
+    assert tab.locator(".diagnosis").count() == 3
+    tab.goto(f"{live_server.url}/zh-hans/compare/?nodes={hz1.pk}")
+    assert "请选择两到四个节点或集群" in tab.inner_text("#problem")
+    assert tab.errors == [] or all("400" in e for e in tab.errors)
+
+
+def test_the_language_follows_the_browser_the_switch_and_the_url(board: Any, browser: Any,
+                                                                live_server: Any) -> None:
+    tab = open_tab(browser, "zh-CN")
+    tab.goto(f"{live_server.url}/")
+    assert tab.inner_text("header .brand") == "GPU 节点排行榜"  # Accept-Language
+    tab.goto(f"{live_server.url}/en/")
+    assert tab.inner_text("header .brand") == "GPU node leaderboard"  # the URL wins
+    with tab.expect_navigation():
+        tab.select_option("#language select", "zh-hans")
+    assert tab.url.endswith("/zh-hans/") and tab.inner_text("header .brand") == "GPU 节点排行榜"
+    tab.goto(f"{live_server.url}/certification/")  # unprefixed: the switch's choice is kept
+    assert tab.inner_text("h1") == "认证配置"

@@ -1,0 +1,139 @@
+"""How benchctl shows rows: a table for people; JSON and CSV, with the raw numbers, for machines.
+
+A person reads 47,240 and 0.0123 at a glance, not 4.724e+04: `number` keeps four significant
+digits, thousands separators and never an exponent. Two figures that show the same are the
+same figure (`same_figure`): a winner nobody can see in the table is no winner.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+
+from workers.i18n import _
+
+SIGNIFICANT = 4
+# Figures that differ by less than this are one figure, however they round.
+RELATIVE_TOLERANCE = 1e-9
+console = Console()
+
+
+def number(value: float | None) -> str:
+    """47240.3 -> "47,240", 9.4123 -> "9.412", 0.0123 -> "0.0123", None -> ""."""
+    if value is None:
+        return ""
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    # Decimals for SIGNIFICANT digits; a figure of 1,000 or more shows its whole part.
+    decimals = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def same_figure(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=RELATIVE_TOLERANCE) or number(a) == number(b)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A measured value with its spread: one cell in a table, three numbers in JSON and CSV."""
+
+    value: float | None
+    p5: float | None = None
+    p95: float | None = None
+
+    def text(self) -> str:
+        if self.value is None:
+            return "-"
+        spread = (f" ({number(self.p5)}–{number(self.p95)})"
+                  if self.p5 is not None and self.p95 is not None else "")
+        return number(self.value) + spread
+
+
+class _Tie(str):
+    """The word "tie": a plain "tie" in JSON and CSV, translated in a table; a node that is
+    named "tie" stays a node."""
+
+
+TIE = _Tie("tie")
+
+
+def headers() -> dict[str, str]:
+    """Column headers people read; node names (compare's columns) are shown as they are."""
+    return {"node": _("node"), "metric": _("metric"), "value": _("value"), "unit": _("unit"),
+            "n": _("n"), "peer": _("peer"), "status": _("status"), "progress": _("progress"),
+            "error": _("error"), "rank": _("rank"), "provider": _("provider"),
+            "region": _("region"), "score": _("score"), "stale": _("stale"), "winner": _("winner")}
+
+
+def cell(value: Any) -> str:
+    if isinstance(value, Figure):
+        return value.text()
+    if isinstance(value, _Tie):
+        return _("tie")
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if isinstance(value, int | float):
+        return number(value)
+    return "" if value is None else str(value)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, Figure | int | float) and not isinstance(value, bool)
+
+
+def flat(row: dict[str, Any]) -> dict[str, Any]:
+    """A Figure under "hz-1" becomes "hz-1", "hz-1 p5" and "hz-1 p95"."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, Figure):
+            out.update({key: value.value, f"{key} p5": value.p5, f"{key} p95": value.p95})
+        else:
+            out[key] = str(value) if isinstance(value, _Tie) else value
+    return out
+
+
+def print_rows(rows: list[dict[str, Any]], fmt: str, title: str = "") -> None:
+    if fmt == "json":
+        print(json.dumps([flat(r) for r in rows], indent=2))
+        return
+    if fmt == "csv":
+        flats = [flat(r) for r in rows]
+        # Every row's columns, in order: compare's score row has no spread columns.
+        columns = list(dict.fromkeys(key for r in flats for key in r)) or ["node"]
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(flats)
+        print(out.getvalue(), end="")
+        return
+    table = Table(title=title or None)
+    names = headers()
+    for column in (rows[0] if rows else {"node": ""}):
+        cells = [r.get(column) for r in rows if r.get(column) not in (None, "")]
+        numeric = bool(cells) and all(_numeric(v) for v in cells)
+        # Fold, never "…": a node name cut short is another node's name.
+        table.add_column(names.get(column, column), justify="right" if numeric else "left",
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(v) for v in row.values()))
+    if console.is_terminal:
+        console.print(table)
+    else:
+        # A log or a pipe has no width to fit: each cell whole, on one line.
+        natural = Measurement.get(console, console.options.update_width(1_000_000), table).maximum
+        Console(file=console.file, width=max(natural, console.width)).print(table)
