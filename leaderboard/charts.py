@@ -216,7 +216,8 @@ def line_chart(points: Sequence[tuple[datetime, float]], unit: str, y_title: str
                            "tick", "middle", 11))
     parts.append(_text(left + plot_w / 2, height - 8, x_title + (
         f" ({points[0][0]:%Y-%m-%d})" if one_day else ""), "axis-label", "middle"))
-    parts.append(_text(14, top + plot_h / 2, f"{y_title} ({unit})", "axis-label", "middle",
+    title = f"{y_title} ({unit})" if text_width(f"{y_title} ({unit})", 11) < plot_h else unit
+    parts.append(_text(14, top + plot_h / 2, title, "axis-label", "middle",
                        size=11, extra=f' transform="rotate(-90 14 {top + plot_h / 2:.1f})"'))
     xy = [at(when, v) for when, v in points]
     parts.append(f'<polyline points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in xy)}" fill="none" '

@@ -338,7 +338,9 @@ def histories(node: Node) -> list[dict[str, Any]]:
 
     out = []
     for name in HISTORY_METRICS:
-        points = [(p["measured_at"], p["value"]) for p in history(node, name) if p["measured_at"]]
+        # In the site's time zone, as the tables show dates.
+        points = [(timezone.localtime(p["measured_at"]), p["value"])
+                  for p in history(node, name) if p["measured_at"]]
         if points:
             out.append({"metric": name, "label": words.label(name), "svg": charts.line_chart(
                 points, unit_of(name), words.label(name), _("date measured"))})
@@ -449,7 +451,8 @@ def threshold_text(criterion: Mapping[str, Any]) -> str:
         factor = charts.number(threshold.get("factor", 0))
         return f"{sign} {factor} × {words.label(str(threshold.get('metric')))}"
     value = figure(float(threshold), metric) if isinstance(threshold, (int, float)) else str(threshold)
-    return f"{sign} {value} {unit_of(metric)}".rstrip()
+    unit = "" if value.endswith("%") else unit_of(metric)  # a ratio is shown in % already
+    return f"{sign} {value} {unit}".rstrip()
 
 
 def profile_view(profile: CertificationProfile) -> dict[str, Any]:

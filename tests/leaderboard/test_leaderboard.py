@@ -127,7 +127,7 @@ def test_the_certification_page_lists_the_published_thresholds(db: Any) -> None:
     assert "single-node-training v2" in html and "multi-node-training v2" in html
     # Thresholds with their units, as people read them (the metric id stays on the row).
     assert 'data-metric="storage.randread_iops"' in html and "≥ 10,000 IOPS" in html
-    assert "≥ 0.9 Gbit/s (what a 1 GbE link measures)" in html
+    assert "≥ 0.9 Gbit/s (what a 1 GbE link measures)" in html and "≤ 30%<" in html
 
 
 def test_a_filter_with_a_nul_byte_or_a_bad_budget_is_a_400(nodes: Any, buyer: Any) -> None:
