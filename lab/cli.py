@@ -39,7 +39,7 @@ def spec_path(value: str) -> Path:
 
 def up(spec_path: Path) -> None:
     if os.geteuid() != 0:
-        raise CliError("the lab needs root (ip netns, tc); run it with sudo")
+        raise CliError("the lab needs root (ip netns, tc): run it as root")
     spec = netlab.load_spec(spec_path)
     VAR.mkdir(parents=True, exist_ok=True)
     stop_on_sigterm()

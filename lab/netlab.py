@@ -36,6 +36,7 @@ class HostSpec:
     rate_mbit: float | None = None  # tbf rate of the host's link, both directions
     delay_ms: float = 0.0  # added to TCP round trips to its region's reference (relay)
     enrol: bool = True  # False: a bare host, for a person to enrol as a provider would
+    price_cny_month: int | None = None  # the node's monthly price, set by its provider (demo)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class LabSpec:
         for h in self.hosts:
             if h.kind not in ("node", "reference"):
                 raise LabError(f"host {h.name}: kind must be node or reference")
+            price = h.price_cny_month
+            if price is not None and (type(price) is not int or price < 0):
+                raise LabError(f"host {h.name}: price_cny_month must be a whole number of CNY")
 
     def nodes(self) -> list[HostSpec]:
         return [h for h in self.hosts if h.kind == "node"]

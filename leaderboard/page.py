@@ -492,5 +492,5 @@ def job_results(job: BenchmarkJob) -> list[dict[str, Any]]:
                                  "peer": s.metadata.get("peer", ""),
                                  "spread": f"{figure(s.p5, s.metric)}–{figure(s.p95, s.metric)}"
                                  if s.p5 is not None else ""}
-                                for s in samples if not s.metric.startswith("noop.")]})
+                                for s in samples]})
     return out

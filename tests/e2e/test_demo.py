@@ -1,34 +1,144 @@
-"""`make demo` keeps working: the whole stack, enrolled nodes, the full suite, a table.
+"""`make demo` keeps working: the whole stack, enrolled nodes, the full suite, a table, prices,
+a certificate, and a "try it yourself" block whose sign-in and commands work.
 
-As root the demo builds the lab, and the table must show the links it shaped.
+As root the demo builds the lab, and the table must show the links it shaped. The demo runs
+as `make demo` does (it waits), so that what it printed is tried against the running
+platform; then SIGTERM stops it, as Ctrl-C would.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
+import requests
 
 from lab.procs import REPO
+from lab.try_it import commands_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
+READY = "press Ctrl-C to stop everything"
 
-def test_the_demo_benchmarks_both_regions_and_prints_the_comparison() -> None:
+
+def run_demo_until_it_waits(log: Path) -> tuple[subprocess.Popen[str], list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    done = subprocess.run([sys.executable, "-m", "lab.demo", "--no-wait"], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=900, check=False)
-    out = done.stdout
-    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    demo = subprocess.Popen([sys.executable, "-m", "lab.demo"], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=log.open("w"))
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            lines.append(line)
+            if READY in line:
+                ready.set()
+        ready.set()  # it ended
+
+    threading.Thread(target=read, daemon=True).start()
+    ready.wait(900)
+    assert READY in "".join(lines), "".join(lines)[-3000:] + log.read_text()[-3000:]
+    return demo, lines
+
+
+def stop(demo: subprocess.Popen[str]) -> int:
+    demo.send_signal(signal.SIGTERM)
+    try:
+        return demo.wait(120)
+    except subprocess.TimeoutExpired:
+        demo.kill()
+        return demo.wait(10)
+
+
+def field(out: str, pattern: str) -> re.Match[str]:
+    found = re.search(pattern, out, re.M)
+    assert found, f"{pattern!r} not in the output:\n{out[-3000:]}"
+    return found
+
+
+def check_the_try_it_block(out: str) -> None:
+    api = field(out, r"^  board\s+(http://\S+)/ ").group(1)
+    login = field(out, r"^  web sign-in\s+\S+\s+user (\S+)\s+password (\S+)$")
+    job_url = field(out, r"^  the job\s+(\S+/jobs/\d+/)").group(1)
+    cert = field(out, r"^  certificate\s+(\d+): \S+ \(node \d+\), tier (\w+)")
+    buyer_token = field(out, r"^  buyer token\s+(\S+)$").group(1)
+    assert re.search(r"^  provider\s+.*owner's API token \S+$", out, re.M), out[-3000:]
+
+    # The web sign-in works and opens the buyer's own job page.
+    web = requests.Session()
+    web.headers["Accept-Language"] = "en"  # the assertions read the English page
+    web.get(f"{api}/accounts/login/", timeout=10).raise_for_status()
+    signed_in = web.post(f"{api}/accounts/login/?next={job_url[len(api):]}", timeout=10,
+                         headers={"Referer": f"{api}/accounts/login/"},
+                         data={"username": login.group(1), "password": login.group(2),
+                               "csrfmiddlewaretoken": web.cookies["csrftoken"]})
+    assert signed_in.status_code == 200 and signed_in.url == job_url, signed_in.url
+    job_id = job_url.rstrip("/").rsplit("/", 1)[1]
+    assert f"Job {job_id}" in signed_in.text
+    # The page's live progress reads the job's API with the same sign-in.
+    assert web.get(f"{api}/api/v1/benchmarks/{job_id}", timeout=10).json()["status"] == "succeeded"
+    assert requests.get(job_url, timeout=10).url.startswith(f"{api}/accounts/login/")
+
+    # The certificate is the platform's, valid, of the tier printed.
+    body = requests.get(f"{api}/api/v1/certificates/{cert.group(1)}", timeout=10).json()
+    assert body["status"] == "valid" and body["document"]["tier"] == cert.group(2), body
+
+    # Price-performance is on the board.
+    board = requests.get(f"{api}/api/v1/leaderboard", params={"metric": "network.tcp_throughput"},
+                         headers={"Authorization": f"Token {buyer_token}"}, timeout=30).json()
+    priced = {e["node"]["name"]: e["price_per_score"] for e in board["results"]}
+    assert priced and all(v is not None and v > 0 for v in priced.values()), board
+
+    # The printed Chinese board and compare page: the demo's nodes, in Chinese, side by side.
+    zh = requests.get(field(out, r"^  in Chinese\s+(http://\S+) ").group(1), timeout=30).text
+    assert "去哪里租 GPU 节点做训练" in zh and "浙江省 · 杭州" in zh and "本地机房" in zh
+    compared = requests.get(field(out, r"^  compare\s+(http://\S+)$").group(1), timeout=30,
+                            headers={"Accept-Language": "zh-CN"}).text
+    nodes = len(re.findall(r"^  provider\s", out, re.M))
+    assert compared.count("data-candidate=") == nodes >= 2 and "并排对比" in compared
+
+    # Every printed command, in order, as the person would paste them.
+    commands = commands_of(out)
+    assert any(" verify " in c for c in commands) and any(" trust add " in c for c in commands)
+    # benchctl speaks the person's language: English here, for the assertions.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("BENCH_", "DATABASE_URL", "LANG", "LC_"))} | {"LC_ALL": "C.UTF-8"}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(commands)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "VALID: " in done.stdout and "checked online: not revoked" in done.stdout, done.stdout
+
+
+def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_path: Path) -> None:
+    started = time.monotonic()
+    demo, lines = run_demo_until_it_waits(tmp_path / "demo.stderr")
+    try:
+        check_the_try_it_block("".join(lines))
+    finally:
+        returncode = stop(demo)
+    time.sleep(0.5)  # the reader's last lines
+    out = "".join(lines)
+    assert returncode == 0, out[-3000:]
+    assert "stopped every process it started" in out
+    print(f"\nthe demo took {time.monotonic() - started:.0f} s; its last lines:\n{out[-5000:]}")
+
     rows = {m[0]: [float(v.replace(",", "")) for v in m[1].split()]
             for m in re.findall(r"^((?:hz|nb|sz)-\S+)\s+.*?/\S+\s+([\d.,%\s]+?)%?$", out, re.M)}
     assert "Zhejiang/Hangzhou" in out and "Guangdong/Shenzhen" in out
-    assert "stopped every process it started" in out
+    # The printed board: every node has a price and a price per score point.
+    board = dict(re.findall(r"^\s+\d+  ((?:hz|nb|sz)-\S+)\s.*\s[\d,]+\s+([\d,]+)$", out, re.M))
+    assert "certificate" in out and re.search(r"certificate \d+ issued to hz-a100-01", out)
     if os.geteuid() == 0:
         assert set(rows) == {"hz-a100-01", "nb-a100-01", "sz-h800-01", "sz-h800-02"}, out
+        assert set(board) == set(rows), out
         gbps = {name: values[1] for name, values in rows.items()}
         # The demo lab shapes them to 10 Gbit/s, 1 Gbit/s, 1 Gbit/s and 200 Mbit/s.
         assert gbps["hz-a100-01"] > gbps["nb-a100-01"] > gbps["sz-h800-02"]
@@ -36,3 +146,4 @@ def test_the_demo_benchmarks_both_regions_and_prints_the_comparison() -> None:
         assert 0.18 <= gbps["sz-h800-02"] <= 0.204
     else:
         assert set(rows) == {"hz-a100-01", "sz-h800-01"}, out
+        assert set(board) == set(rows), out

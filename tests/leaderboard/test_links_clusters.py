@@ -7,6 +7,7 @@ same on shaped links); what is checked here is where each figure goes and what i
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -150,6 +151,33 @@ def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
     assert "hz-b1 → hz-b2: 0.19 Gbit/s, RTT 0.2 ms (confirmed by both ends)" in node_page
     provider_page = Client().get(f"/providers/{bad[1].node.provider_id}/").content.decode()
     assert provider_page.count("<rect class=\"cell\"") == 12  # each ordered pair of both clusters, once
+
+
+def cells(page: str, row_marker: str) -> list[tuple[str, str]]:
+    row = page[page.index(row_marker):].split("</tr>")[0]
+    return re.findall(r'<td class="num( best)?">([^<]*)</td>', row)
+
+
+def test_two_clusters_compare_side_by_side_and_a_budget_drops_the_dear_one(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    good, bad = nodes("hz-a1", "hz-a2"), nodes("hz-b1", "hz-b2")
+    with django_capture_on_commit_callbacks(execute=True):
+        multi_node_job(buyer, good, uniform(2, 0.95), step_ms=100.0)
+        multi_node_job(buyer, bad, {(0, 1): 0.19, (1, 0): 0.19}, step_ms=400.0)
+    for node, price in zip(good + bad, (20_000, 20_000, 9_000, 9_000), strict=True):
+        Node.objects.filter(pk=node.node.pk).update(monthly_price_cny=price)
+    fast, slow = (ClusterResult.objects.get(nodes=n[0].node).pk for n in (good, bad))
+    page = Client().get(f"/en/compare/?clusters={fast},{slow}").content.decode()
+    assert page.count("data-candidate=") == 2 and "West Lake DC · Hangzhou · 2 × CPU" in page
+    # The faster link and the shorter step win their rows; the cheaper pair wins on price.
+    assert cells(page, 'data-metric="network.slowest_link"') == [(" best", "0.95"), ("", "0.19")]
+    assert cells(page, 'data-metric="training.step_time"') == [(" best", "100"), ("", "400")]
+    assert cells(page, 'class="price"') == [("", "40,000 (+22,000)"), (" best", "18,000")]
+    # Under a 30,000 CNY budget only the cheaper cluster is on the board.
+    board = Client().get("/en/?max_price=30000").content.decode()
+    assert f'name="clusters" value="{slow}"' in board and f'name="clusters" value="{fast}"' not in board
+    assert Client().get(f"/en/compare/?clusters={fast}").status_code == 400  # one is no comparison
+    assert Client().get("/en/compare/?clusters=999999,999998").status_code == 404
 
 
 def test_a_job_that_mixes_providers_ranks_no_cluster(

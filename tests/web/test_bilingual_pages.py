@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from certification.models import Certificate
 from fleet.models import Node
+from jobs.models import ClusterResult
 from jobs.services import submission
 from lab.procs import REPO
 from tests.fixtures import measured
@@ -240,3 +241,49 @@ def test_the_language_follows_the_browser_the_switch_and_the_url(board: Any, bro
     assert tab.url.endswith("/zh-hans/") and tab.inner_text("header .brand") == "GPU 节点排行榜"
     tab.goto(f"{live_server.url}/certification/")  # unprefixed: the switch's choice is kept
     assert tab.inner_text("h1") == "认证配置"
+
+
+def test_a_chinese_reader_finds_the_fastest_shenzhen_cluster_within_budget_and_why_it_is_slower(
+        buyer: Any, enrol_node: Any, shenzhen: Any, browser: Any, live_server: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    """The issue's "done when", in Chinese only: filter to Guangdong under a budget, take the
+    fastest cluster left, compare it with a Hangzhou one, read why it is slower."""
+    from tests.leaderboard.test_links_clusters import multi_node_job, uniform
+
+    count = iter(range(2, 250))
+
+    def cluster(prefix: str, price: int, region: Any = None) -> list[Any]:
+        made = [enrol_node(f"{prefix}-{k}", address=f"10.0.0.{next(count)}",
+                           **({"region": region} if region else {})) for k in range(3)]
+        Node.objects.filter(pk__in=[e.node.pk for e in made]).update(monthly_price_cny=price)
+        return made
+
+    one_slow = uniform(3, 0.95) | {(0, 1): 0.19, (1, 0): 0.19, (1, 2): 0.2, (2, 1): 0.19}
+    within, dear, slower = (cluster("sza", 15_000, shenzhen), cluster("szb", 30_000, shenzhen),
+                            cluster("szc", 10_000, shenzhen))
+    hangzhou = cluster("hza", 12_000)
+    with django_capture_on_commit_callbacks(execute=True):
+        multi_node_job(buyer, within, one_slow, step_ms=200.0)
+        multi_node_job(buyer, dear, uniform(3, 0.95), step_ms=100.0)  # fastest, over budget
+        multi_node_job(buyer, slower, uniform(3, 0.5), step_ms=300.0)
+        multi_node_job(buyer, hangzhou, uniform(3, 0.95), step_ms=150.0)
+    ids = {name: ClusterResult.objects.get(nodes=made[0].node).pk for name, made in
+           (("within", within), ("dear", dear), ("slower", slower), ("hangzhou", hangzhou))}
+
+    tab = open_tab(browser, "zh-CN")
+    tab.goto(f"{live_server.url}/zh-hans/")
+    tab.select_option("select[name=region]", "guangdong")
+    tab.fill("input[name=max_price]", "50000")
+    tab.click("#apply")
+    ranked = tab.eval_on_selector_all("table.clusters tbody tr", "rows => rows.map(r => +r.dataset.cluster)")
+    assert ranked == [ids["within"], ids["slower"]]  # the dearer, faster one is over budget
+    tab.check(f"table.clusters input[value='{ids['within']}']")
+    tab.goto(f"{live_server.url}/zh-hans/compare/?clusters={ids['within']},{ids['hangzhou']}")
+    step = tab.locator("#comparison tr[data-metric='training.step_time'] td")
+    assert [c.get_attribute("class") for c in step.all()] == ["num", "num best"]  # Hangzhou's
+    why = tab.locator(".diagnosis").first.inner_text()
+    assert "sza-1：它的链路只有 0.19 Gbit/s，其余链路为 0.95 Gbit/s" in why
+    assert "去掉 sza-1 后重新测试集群" in why
+    assert english_words(tab) == set()
+    tab.screenshot(path=str(SHOTS / "compare-clusters-zh-hans.png"), full_page=True)
+    assert tab.errors == []

@@ -127,4 +127,12 @@ def test_the_job_page_follows_a_running_job_live(board: Any, page: Any, live_ser
                            timeout=10_000)
     assert page.inner_text("#job-status") == "running"
     page.screenshot(path=str(SHOTS / "job.png"), full_page=True)
+    # Finished: the page reloads once and shows the figures by node, linked to its page.
+    lifecycle.finish(node.node, claim.run.pk, claim.attempt.id, True, [
+        {"metric": "noop.duration", "value": 0.25, "unit": "s", "n": 1, "p5": None, "p95": None,
+         "min": None, "max": None, "cv": None, "metadata": {}}], "", {})
+    page.wait_for_selector("#results .samples", timeout=10_000)
+    assert page.inner_text("#job-status") == "succeeded"
+    assert page.get_attribute("#results h3 a", "href") == f"/en/nodes/{node.node.pk}/"
+    assert "no-op probe duration" in page.inner_text("#results") and "0.25" in page.inner_text("#results")
     assert page.errors == []
