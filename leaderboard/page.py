@@ -319,7 +319,8 @@ def comparison(found: list[Candidate]) -> dict[str, Any]:
         price_cells[i]["best"] = True
     wins = best_of(scores, higher=True)
     return {"rows": rows,
-            "score": [{"text": figure(s), "best": i in wins} for i, s in enumerate(scores)],
+            "score": [{"text": figure(s), "best": i in wins} for i, s in enumerate(scores)]
+            if any(s is not None for s in scores) else [],  # clusters have no score of their own
             "price": price_cells}
 
 
