@@ -1,0 +1,191 @@
+"""A training job's step time and cost on a candidate, from the candidate's measured figures.
+
+Pure arithmetic over a workload (a preset from leaderboard/data/workloads.yaml, or explicit
+figures) and what was measured on the node or cluster. Per optimizer step, each part shown:
+
+    compute  = B x F / (R x T)                      B samples, F training FLOPs per sample,
+                                                    R ranks, T measured TFLOP/s per rank
+    sync     = sum over buckets of  2(R-1)/R x S_b / busbw(S_b)  +  2(R-1) x rtt/2
+               (ring all-reduce of the gradient bytes in DDP's 25 MiB buckets, busbw
+               interpolated on the measured curve at the bucket's size)
+    exposed  = max(sync - OVERLAP x backward / A, sync_of_last_bucket)
+               (DDP all-reduces buckets while backward runs; with A accumulation micro-steps
+               only the last one's backward hides it; backward = 2/3 of compute)
+    stall    = max(0, B / L - (compute + exposed))   L samples/s the input path delivers
+                                                    (DataLoader, capped by the storage's
+                                                    files/s for the job's layout), prefetched
+    ckpt     = C / W / I                            C bytes every I steps at W bytes/s
+    step     = compute + exposed + stall + ckpt;  hours = steps x step / 3600
+    cost     = monthly price x hours / 730
+
+This module is the model; its accuracy against measured DDP runs is checked by
+`make bench-accuracy`, not assumed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from config.errors import Invalid
+
+PRESETS_FILE = Path(__file__).resolve().parent.parent / "data" / "workloads.yaml"
+BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb
+GRAD_BYTES = 4  # DDP all-reduces gradients in the parameters' dtype: fp32 under autocast
+OVERLAP = 1.0  # share of the backward pass that hides gradient sync (ideal DDP)
+BACKWARD = 2 / 3  # backward's share of a training step's compute (2 of the 6 x N FLOPs forward)
+HOURS_PER_MONTH = 730
+
+
+class BadWorkload(Invalid, ValueError):
+    default_field = "workload"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    params: float
+    train_flops_per_sample: float
+    global_batch: int  # samples per optimizer step, all ranks together
+    steps: int
+    nodes: int = 1
+    gpus_per_node: int = 1
+    accumulation: int = 1
+    sample_bytes: int = 0
+    packed: bool = True
+    checkpoint_bytes: float = 0.0
+    checkpoint_interval: int = 0  # steps; 0: no checkpoints
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the candidate's figures say, per rank or per node as named."""
+
+    tflops: float  # matmul TFLOP/s of one rank at the job's precision
+    busbw_curve: Sequence[tuple[float, float]]  # (message bytes, GB/s), any order
+    rtt_ms: float = 0.0  # between nodes (0 on one node)
+    loader_samples_per_s: float | None = None  # one node's DataLoader, best settings
+    small_files_per_s: float | None = None  # one node's storage, a file per sample
+    packed_files_per_s: float | None = None  # the same records packed in shards
+    checkpoint_gbs: float | None = None
+    price_cny_month: float | None = None  # every node of the candidate together
+    link_gbps: float | None = None  # the slowest link, for the faster-link what-if
+    on_cpu: bool = False  # the compute figure is a CPU's (no GPU on the host)
+
+
+@dataclass
+class Estimate:
+    parts: dict[str, float]  # seconds per optimizer step: compute, sync, input, checkpoint
+    step_s: float
+    hours: float
+    cost_cny: float | None
+    bottleneck: str  # "" when compute bounds the step
+    shares: dict[str, float] = field(default_factory=dict)
+    what_ifs: dict[str, Estimate] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def presets() -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in yaml.safe_load(PRESETS_FILE.read_text())["presets"]}
+
+
+def from_preset(name: str, steps: int, nodes: int = 1, gpus_per_node: int = 1,
+                **overrides: Any) -> Workload:
+    preset = presets().get(name)
+    if preset is None:
+        raise BadWorkload(f"unknown preset {name!r}; known: {', '.join(sorted(presets()))}",
+                          field="preset")
+    return Workload(name=name, params=float(preset["params"]),
+                    train_flops_per_sample=float(preset["train_flops_per_sample"]),
+                    global_batch=int(preset["global_batch"]), steps=steps, nodes=nodes,
+                    gpus_per_node=gpus_per_node, sample_bytes=int(preset.get("sample_bytes", 0)),
+                    **overrides)
+
+
+def busbw_at(curve: Sequence[tuple[float, float]], size: float) -> float:
+    """GB/s at a message size: linear in log(size) between measured sizes, flat beyond."""
+    points = sorted((s, b) for s, b in curve if s > 0 and b > 0)
+    if not points:
+        raise BadWorkload("no all-reduce bus bandwidth was measured for this candidate",
+                          field="candidate")
+    sizes = [s for s, _ in points]
+    i = bisect.bisect_left(sizes, size)
+    if i == 0:
+        return points[0][1]
+    if i == len(points):
+        return points[-1][1]
+    (s0, b0), (s1, b1) = points[i - 1], points[i]
+    t = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
+    return b0 + t * (b1 - b0)
+
+
+def sync_seconds(w: Workload, m: Measured) -> tuple[float, float]:
+    """The whole step's all-reduce time, and its last bucket's (which nothing hides)."""
+    if w.ranks < 2:
+        return 0.0, 0.0
+    total = w.params * GRAD_BYTES
+    full, rest = divmod(total, BUCKET_BYTES)
+    buckets = [float(BUCKET_BYTES)] * int(full) + ([rest] if rest else [])
+    factor = 2 * (w.ranks - 1) / w.ranks
+    latency = 2 * (w.ranks - 1) * (m.rtt_ms / 2000)
+    times = [factor * b / (busbw_at(m.busbw_curve, b) * 1e9) + latency for b in buckets]
+    return sum(times), times[-1]
+
+
+def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
+    if w.global_batch < 1 or w.steps < 1 or w.ranks < 1 or w.accumulation < 1:
+        raise BadWorkload("global_batch, steps, nodes, gpus_per_node and accumulation must be "
+                          "at least 1")
+    if m.tflops <= 0:
+        raise BadWorkload("no matmul throughput was measured for this candidate", field="candidate")
+    compute = w.global_batch * w.train_flops_per_sample / (w.ranks * m.tflops * 1e12)
+    sync, last = sync_seconds(w, m)
+    exposed = max(sync - OVERLAP * BACKWARD * compute / w.accumulation, last) if sync else 0.0
+    storage = m.packed_files_per_s if w.packed else m.small_files_per_s
+    rates = [r * w.nodes for r in (m.loader_samples_per_s, storage) if r]
+    stall = max(0.0, w.global_batch / min(rates) - (compute + exposed)) if rates else 0.0
+    ckpt = (w.checkpoint_bytes / (m.checkpoint_gbs * 1e9) / w.checkpoint_interval
+            if w.checkpoint_bytes and w.checkpoint_interval and m.checkpoint_gbs else 0.0)
+    parts = {"compute": compute, "sync": exposed, "input": stall, "checkpoint": ckpt}
+    step = sum(parts.values())
+    hours = w.steps * step / 3600
+    shares = {k: v / step for k, v in parts.items()} if step else {}
+    worst = max(("sync", "input", "checkpoint"), key=lambda k: parts[k])
+    out = Estimate(parts=parts, step_s=step, hours=hours,
+                   cost_cny=m.price_cny_month * hours / HOURS_PER_MONTH if m.price_cny_month else None,
+                   bottleneck=worst if parts[worst] > 0 else "", shares=shares)
+    if what_ifs:
+        out.what_ifs = alternatives(w, m)
+    return out
+
+
+NEXT_LINK_CLASS = [1.0, 10.0, 25.0, 100.0, 200.0, 400.0]  # Gbit/s, nominal
+
+
+def alternatives(w: Workload, m: Measured) -> dict[str, Estimate]:
+    """The same samples with 4x gradient accumulation (a 4x larger global batch, a quarter of
+    the steps), with packed data, and on the next faster link class."""
+    out = {"accumulation_x4": estimate(replace(
+        w, accumulation=w.accumulation * 4, global_batch=w.global_batch * 4,
+        steps=max(1, math.ceil(w.steps / 4))), m, what_ifs=False)}
+    if not w.packed:
+        out["packed"] = estimate(replace(w, packed=True), m, what_ifs=False)
+    if w.nodes > 1 and m.link_gbps:
+        faster = next((c for c in NEXT_LINK_CLASS if c * 0.9 > m.link_gbps * 1.05), None)
+        if faster is not None:
+            scale = faster * 0.9 / m.link_gbps  # what an honest link of that class measures
+            out[f"link_{faster:g}gbe"] = estimate(w, replace(
+                m, busbw_curve=[(s, b * scale) for s, b in m.busbw_curve],
+                link_gbps=faster * 0.9), what_ifs=False)
+    return out

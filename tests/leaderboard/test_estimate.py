@@ -1,0 +1,92 @@
+"""The step-time and cost model on figures chosen so each part can be checked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from leaderboard.services.estimate import (
+    BUCKET_BYTES,
+    BadWorkload,
+    Measured,
+    Workload,
+    busbw_at,
+    estimate,
+    from_preset,
+    presets,
+)
+
+GBIT = 1.0 / 8 * 0.9  # GB/s of busbw an honest 1 GbE link gives a ring all-reduce
+
+
+def test_every_preset_names_its_source_and_its_flops_follow_6nd() -> None:
+    for name, p in presets().items():
+        assert p["source"] and p["params"] > 0, name
+        if "tokens_per_sample" in p:  # decoder and encoder transformers: 6 x params x tokens
+            assert math.isclose(p["train_flops_per_sample"], 6 * p["params"] * p["tokens_per_sample"],
+                                rel_tol=0.01), name
+
+
+def test_busbw_is_interpolated_on_the_measured_curve_in_log_size() -> None:
+    curve = [(2**20, 1.0), (4 * 2**20, 3.0)]
+    assert busbw_at(curve, 2 * 2**20) == pytest.approx(2.0)  # halfway in log(size)
+    assert busbw_at(curve, 1) == 1.0 and busbw_at(curve, 2**40) == 3.0  # flat beyond
+
+
+def test_the_seeds_arithmetic_two_a100_nodes_on_1gbe_are_sync_bound() -> None:
+    # GPT-2 medium over 2 x 8 GPUs: 355e6 x 4 bytes = 1.42 GB of gradients per step.
+    job = from_preset("gpt2-medium", steps=20_000, nodes=2, gpus_per_node=8)
+    slow = Measured(tflops=150.0, busbw_curve=[(BUCKET_BYTES, GBIT)], rtt_ms=0.5,
+                    price_cny_month=2 * 25_000, link_gbps=0.94)
+    e = estimate(job, slow)
+    factor = 2 * 15 / 16
+    expected_sync = factor * 355e6 * 4 / (GBIT * 1e9) + math.ceil(355e6 * 4 / BUCKET_BYTES) * 15 * 0.5e-3
+    compute = 512 * 2.18e12 / (16 * 150e12)
+    assert e.parts["compute"] == pytest.approx(compute)
+    # All but what the backward pass hides is exposed.
+    assert e.parts["sync"] == pytest.approx(expected_sync - 2 / 3 * compute, rel=1e-6)
+    assert e.bottleneck == "sync" and e.shares["sync"] > 0.9
+    assert e.hours == pytest.approx(20_000 * e.step_s / 3600)
+    assert e.cost_cny == pytest.approx(50_000 * e.hours / 730)
+    # The next link class (10 GbE) and 4x accumulation both shorten the job.
+    assert e.what_ifs["link_10gbe"].hours < e.hours / 5
+    accum = e.what_ifs["accumulation_x4"]
+    assert accum.hours < e.hours / 3 and accum.shares["sync"] < e.shares["sync"]
+
+
+def test_one_rank_syncs_nothing_and_compute_bounds_it() -> None:
+    e = estimate(from_preset("resnet50", steps=100), Measured(tflops=100.0, busbw_curve=[]))
+    assert e.parts["sync"] == 0.0 and e.bottleneck == "" and e.shares["compute"] == 1.0
+
+
+def test_small_files_stall_the_input_and_packing_them_helps() -> None:
+    job = Workload("files", params=1e6, train_flops_per_sample=1e9, global_batch=1000, steps=10,
+                   packed=False)
+    m = Measured(tflops=10.0, busbw_curve=[], loader_samples_per_s=5_000.0,
+                 small_files_per_s=500.0, packed_files_per_s=50_000.0)
+    e = estimate(job, m)
+    assert e.parts["input"] == pytest.approx(1000 / 500 - 1000 * 1e9 / 10e12)  # files/s bound
+    assert e.bottleneck == "input"
+    assert e.what_ifs["packed"].parts["input"] == pytest.approx(1000 / 5_000 - 0.1)  # loader bound
+
+
+def test_a_checkpoint_is_amortised_over_its_interval() -> None:
+    job = Workload("ckpt", params=1e6, train_flops_per_sample=1e9, global_batch=100, steps=10,
+                   checkpoint_bytes=10e9, checkpoint_interval=500)
+    e = estimate(job, Measured(tflops=10.0, busbw_curve=[], checkpoint_gbs=0.25))
+    assert e.parts["checkpoint"] == pytest.approx(10e9 / 0.25e9 / 500)
+
+
+def test_nothing_is_estimated_from_figures_that_were_not_measured() -> None:
+    # No default stands in for a missing measurement: a cluster without busbw, a host without
+    # a matmul figure, or an impossible job is a clear error (HTTP 400), never a guess.
+    two = from_preset("gpt2-small", steps=10, nodes=2)
+    with pytest.raises(BadWorkload, match="bus bandwidth"):
+        estimate(two, Measured(tflops=100.0, busbw_curve=[]))
+    with pytest.raises(BadWorkload, match="matmul"):
+        estimate(two, Measured(tflops=0.0, busbw_curve=[(1.0, 1.0)]))
+    with pytest.raises(BadWorkload, match="at least 1"):
+        estimate(from_preset("gpt2-small", steps=0), Measured(tflops=1.0, busbw_curve=[]))
+    with pytest.raises(BadWorkload, match="known: bert-base, decoder-7b"):
+        from_preset("gpt5", steps=1)
