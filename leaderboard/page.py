@@ -19,13 +19,22 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from certification.models import Certificate, CertificationProfile
-from contract import metrics
+from certification.services.criteria import TIER_ORDER
+from contract import link_classes, metrics
 from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult
 from leaderboard import charts, words
 from leaderboard.models import LatestResult
 from leaderboard.services import clusters, diagnosis, links, score
-from leaderboard.services.ranking import DEFAULT_METRIC, Entry, Filters, Group, node_values, profile_for
+from leaderboard.services.ranking import (
+    DEFAULT_METRIC,
+    Entry,
+    Filters,
+    Group,
+    history,
+    node_values,
+    profile_for,
+)
 
 # The board's candidate columns (a node's own figures; links and clusters have views of
 # their own). Only those with a figure among the rows shown appear; the ranked one first.
@@ -64,11 +73,6 @@ def label_of(metric: str) -> str:
     return _("Slowest link") if metric == clusters.SLOWEST_LINK else words.label(metric)
 
 
-def better(metric: str) -> bool:
-    return clusters.higher_is_better(metric) if metric == clusters.SLOWEST_LINK \
-        else metrics.METRICS[metric].higher_is_better
-
-
 def best_of(values: Sequence[float | None], higher: bool) -> set[int]:
     """Indexes of the best value; equal figures (as shown) share it: a tie is a tie, and
     when every figure is equal nobody is better."""
@@ -93,14 +97,16 @@ def metric_choices() -> list[dict[str, str]]:
 
 def column(metric: str) -> dict[str, Any]:
     return {"name": metric, "label": label_of(metric), "unit": unit_of(metric),
-            "about": words.about(metric), "higher": better(metric)}
+            "about": words.about(metric), "higher": clusters.higher_is_better(metric)}
 
 
-def valid_tiers(node_ids: Iterable[int]) -> dict[int, Certificate]:
-    """Each node's newest valid certificate."""
+def newest_valid(node_ids: Iterable[int] | None = None, limit: int = 500) -> dict[int, Certificate]:
+    """Each node's newest valid certificate (of these nodes, or of every node)."""
+    found = Certificate.objects.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
+    if node_ids is not None:
+        found = found.filter(node_id__in=list(node_ids))
     out: dict[int, Certificate] = {}
-    for cert in (Certificate.objects.filter(node_id__in=list(node_ids), revoked_at__isnull=True,
-                                            expires_at__gt=timezone.now()).order_by("-issued_at")):
+    for cert in found.select_related("node__provider", "node__region").order_by("-issued_at")[:limit]:
         out.setdefault(cert.node_id, cert)
     return out
 
@@ -113,9 +119,9 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
     cells = {m: [values.get(e.row.node_id, {}).get(m) for e in board] for m in names}
     cells[metric.name] = [e.row.value for e in board]
     shown = [m for m in names if any(v is not None for v in cells[m])] or [metric.name]
-    winners = {m: best_of(cells[m], better(m)) for m in shown}
+    winners = {m: best_of(cells[m], clusters.higher_is_better(m)) for m in shown}
     top = max([e.row.p95 or e.row.value for e in board] or [0.0]) or 1.0
-    tiers = valid_tiers(e.row.node_id for e in board)
+    tiers = newest_valid(e.row.node_id for e in board)
     prices = [e.price_per_score for e in board]
     cheapest = best_of(prices, higher=False)
     rows = []
@@ -269,7 +275,7 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
     nodes = {n.pk: n for n in Node.objects.filter(pk__in=node_ids, status=Node.Status.ACTIVE)
              .select_related("provider", "region")}
     values = node_values(list(nodes), profile, "any")
-    tiers = valid_tiers(nodes)
+    tiers = newest_valid(nodes)
     for pk in node_ids:
         if pk not in nodes:
             continue
@@ -304,7 +310,7 @@ def comparison(found: list[Candidate]) -> dict[str, Any]:
     rows = []
     for m in seen:
         vals = [c.values.get(m) for c in found]
-        wins = best_of(vals, better(m))
+        wins = best_of(vals, clusters.higher_is_better(m))
         rows.append({"label": label_of(m), "unit": unit_of(m), "about": words.about(m), "metric": m,
                      "cells": [{"text": figure(v, m), "best": i in wins} for i, v in enumerate(vals)],
                      "tie": len(wins) > 1 or all_equal(vals)})
@@ -335,8 +341,6 @@ def metric_rows(latest: QuerySet[LatestResult]) -> list[dict[str, Any]]:
 
 
 def histories(node: Node) -> list[dict[str, Any]]:
-    from leaderboard.services.ranking import history
-
     out = []
     for name in HISTORY_METRICS:
         # In the site's time zone, as the tables show dates.
@@ -443,8 +447,6 @@ def threshold_text(criterion: Mapping[str, Any]) -> str:
     threshold = criterion.get("threshold")
     sign = COMPARISONS.get(str(criterion.get("comparison")), str(criterion.get("comparison")))
     if isinstance(threshold, dict) and "link_class" in threshold:
-        from contract import link_classes
-
         n = threshold["link_class"]
         return _("%(sign)s %(value)s Gbit/s (what a %(n)s GbE link measures)") % {
             "sign": sign, "value": charts.number(link_classes.floor(float(n))), "n": charts.number(n)}
@@ -472,13 +474,9 @@ def profile_view(profile: CertificationProfile) -> dict[str, Any]:
 
 
 def certified_nodes() -> list[Certificate]:
-    newest: dict[int, Certificate] = {}
-    for cert in (Certificate.objects.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
-                 .select_related("node__provider", "node__region").order_by("-issued_at")[:500]):
-        newest.setdefault(cert.node_id, cert)
-    return sorted(newest.values(), key=lambda c: (["gold", "silver", "bronze"].index(c.tier)
-                                                  if c.tier in ("gold", "silver", "bronze") else 9,
-                                                  c.node.name))
+    """Every node's newest valid certificate, best tier first."""
+    return sorted(newest_valid().values(), key=lambda c: (
+        TIER_ORDER.index(c.tier) if c.tier in TIER_ORDER else len(TIER_ORDER), c.node.name))
 
 
 def job_results(job: BenchmarkJob) -> list[dict[str, Any]]:

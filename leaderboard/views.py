@@ -74,13 +74,14 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     """Two to four nodes or clusters side by side: per metric, the winner of each row, the
     diagnosis of each and the difference in price."""
     node_ids, cluster_ids, problem = page.compare_ids(request.GET)
+    status = 400 if problem else 200
     candidates = [] if problem else page.candidates(node_ids, cluster_ids)
     if not problem and len(candidates) < len(node_ids) + len(cluster_ids):
-        problem = _("Some of these nodes or clusters do not exist (or are no longer listed).")
+        problem, status = _("Some of these nodes or clusters do not exist (or are no longer listed)."), 404
     comparison = page.comparison(candidates) if candidates and not problem else None
     return render(request, "leaderboard/compare.html", {
         "candidates": candidates, "comparison": comparison, "problem": problem,
-    }, status=(404 if "exist" in problem else 400) if problem else 200)
+    }, status=status)
 
 
 def node_page(request: HttpRequest, node_id: int) -> HttpResponse:

@@ -33,7 +33,9 @@ STATES = {"queued": gettext_noop("queued"), "running": gettext_noop("running"),
           "cancelled": gettext_noop("cancelled")}
 
 TIERS = {"gold": gettext_noop("gold"), "silver": gettext_noop("silver"),
-         "bronze": gettext_noop("bronze")}
+         "bronze": gettext_noop("bronze"),
+         # certified on the criteria that apply (a host without a GPU: its GPU ones do not)
+         "partial": gettext_noop("partial")}
 
 REQUESTERS = {"buyer": gettext_noop("buyer"), "provider": gettext_noop("provider"),
               "platform": gettext_noop("platform")}

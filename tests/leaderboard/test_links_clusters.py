@@ -178,6 +178,7 @@ def test_two_clusters_compare_side_by_side_and_a_budget_drops_the_dear_one(
     assert f'name="clusters" value="{slow}"' in board and f'name="clusters" value="{fast}"' not in board
     assert Client().get(f"/en/compare/?clusters={fast}").status_code == 400  # one is no comparison
     assert Client().get("/en/compare/?clusters=999999,999998").status_code == 404
+    assert Client().get("/zh-hans/compare/?clusters=999999,999998").status_code == 404  # any language
 
 
 def test_a_job_that_mixes_providers_ranks_no_cluster(
