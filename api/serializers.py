@@ -431,6 +431,8 @@ class ClusterNodeSerializer(serializers.Serializer[Any]):
 
 class ClusterEntrySerializer(serializers.Serializer[Any]):
     rank = serializers.IntegerField(help_text="within clusters of this size and GPU model")
+    id = serializers.IntegerField(help_text="this result's id: for /compare/?clusters= and "
+                                            "POST /api/v1/estimates")
     size = serializers.IntegerField()
     gpu_model = serializers.CharField(allow_blank=True)
     cluster = serializers.CharField(help_text="its nodes' ids, sorted: the cluster's name")

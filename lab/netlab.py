@@ -124,11 +124,22 @@ class NetLab:
         for i, host in enumerate(self.spec.hosts):
             self._add_host(i, host)
 
-    def _add_host(self, i: int, host: HostSpec) -> None:
-        ns = self.ns(host.name)
+    def veth_names(self, i: int) -> tuple[str, str]:
         # Short names (15 characters at most), prefixed, unique per lab, briefly in the root
         # namespace: moved out at once, and destroyed with their namespaces.
-        here, there = f"bl{self.spec.name}{i}h", f"bl{self.spec.name}{i}b"
+        return f"bl{self.spec.name}{i}h", f"bl{self.spec.name}{i}b"
+
+    def shape(self, host: str, rate_mbit: float) -> None:
+        """Set a host's link rate, both directions, on the running lab (tc qdisc replace)."""
+        i = [h.name for h in self.spec.hosts].index(host)
+        sh("ip", "netns", "exec", self.ns(host), "tc", "qdisc", "replace", "dev", "eth0", "root",
+           *tbf(rate_mbit))
+        sh("ip", "netns", "exec", self.bridge_ns, "tc", "qdisc", "replace", "dev",
+           self.veth_names(i)[1], "root", *tbf(rate_mbit))
+
+    def _add_host(self, i: int, host: HostSpec) -> None:
+        ns = self.ns(host.name)
+        here, there = self.veth_names(i)
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", here, "type", "veth", "peer", "name", there)
         sh("ip", "link", "set", here, "netns", ns)

@@ -10,6 +10,13 @@ Targets (issue "The lab"):
 * TCP RTT within 0.5 ms or 5% (the larger) of the latency added.
 * All-reduce busbw at the largest message at least 90% of the shaped rate, 2 and 4 ranks.
 * DDP step time explained by compute + message bytes / rate within 15%.
+* The workload estimate (issue "What would my training job take and cost here?"): for held-out
+  DDP configurations (link rates 200 Mbit/s to 2 Gbit/s, 2 to 4 ranks, three model sizes) the
+  estimator's step time, from the figures the run measured apart from its DDP steps (the
+  all-reduce curve across the ranks, the no-sync step as the nodes' compute), within 20% of
+  the DDP step the probe timed. Nothing of the model was fitted to these cases.
+
+`python -m perf.accuracy estimate` runs the estimate cases alone.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import requests
 from lab import netlab
 from lab.platform_stack import REPO, PlatformStack, say
 from lab.stack import LabStack
+from leaderboard.services import estimate
 
 VAR = REPO / "var" / "accuracy"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -53,9 +61,13 @@ class Case:
     unit: str
     ok: bool
 
+    words: tuple[str, str] = ("set", "stored")
+    detail: dict[str, Any] | None = None  # what a prediction stood on (results file only)
+
     def line(self) -> str:
         ratio = self.stored / self.set_value if self.set_value else float("nan")
-        return (f"{self.name}: set {self.set_value:.4g} {self.unit}, stored {self.stored:.4g} "
+        said, found = self.words
+        return (f"{self.name}: {said} {self.set_value:.4g} {self.unit}, {found} {self.stored:.4g} "
                 f"{self.unit}, ratio {ratio:.3f} {'ok' if self.ok else 'MISS'}")
 
 
@@ -122,7 +134,58 @@ def training_cases(api: Api, nodes: dict[str, int]) -> list[Case]:
     return cases
 
 
-def main() -> int:
+# (Mbit/s, ranks, model MiB): the rates, rank counts and model sizes the issue names, in
+# combinations chosen before any was run.
+ESTIMATE_CASES = [(200, 2, 8), (200, 4, 24), (500, 2, 24), (500, 3, 64), (1000, 2, 64),
+                  (1000, 4, 8), (1000, 3, 24), (2000, 2, 24), (2000, 4, 64)]
+ESTIMATE_TRAINING = {"training_ranks": 1, "train_steps": 8, "training_batch": 8,
+                     "allreduce_max_mib": 32, "dataloader_samples": 64, "repetitions": 3}
+ESTIMATE_WITHIN = 0.20
+
+
+def predicted_step(run: dict[str, Any], ranks: int) -> estimate.Estimate:
+    """The estimator's DDP step from what the run measured apart from its DDP steps: the
+    all-reduce curve across the ranks and the no-sync step (the nodes' compute of this
+    model). An MLP trains at 6 FLOPs per parameter per sample."""
+    step = value(run, "training.step_time")
+    params = float(step["metadata"]["model_params"])
+    batch = int(step["metadata"]["batch_size"])
+    compute_s = value(run, "training.compute_time")["value"] / 1000
+    curve = value(run, "training.allreduce_busbw")["metadata"]["curve"]
+    job = estimate.Workload("mlp", params=params, train_flops_per_sample=6 * params,
+                            global_batch=batch * ranks, steps=1, nodes=ranks, precision="fp32")
+    measured = estimate.Measured(
+        tflops=job.global_batch * job.train_flops_per_sample / (ranks * compute_s) / 1e12,
+        busbw_curve=[(row["size_mib"] * 2**20, row["busbw_gbs"]) for row in curve],
+        on_cpu=step["metadata"].get("device") == "cpu")
+    return estimate.estimate(job, measured, what_ifs=False)
+
+
+def estimate_cases(api: Api, nodes: dict[str, int], lab: netlab.NetLab) -> list[Case]:
+    cases = []
+    for rate, ranks, model_mib in ESTIMATE_CASES:
+        hosts = [f"d{i}" for i in range(1, ranks + 1)]
+        for host in hosts:
+            lab.shape(host, rate)
+        runs = api.run_job([nodes[h] for h in hosts], "training",
+                           ESTIMATE_TRAINING | {"model_mib": model_mib})
+        found = predicted_step(runs[0], ranks)
+        predicted = found.step_s * 1000
+        measured = value(runs[0], "training.step_time")["value"]
+        case = Case(f"estimate {rate} Mbit/s, {ranks} ranks, {model_mib} MiB model", predicted,
+                    measured, "ms", abs(measured / predicted - 1) <= ESTIMATE_WITHIN,
+                    ("predicted", "measured"),
+                    {"parts_ms": {k: v * 1000 for k, v in found.parts.items()},
+                     "sync_total_ms": found.sync_total_s * 1000})
+        say(case.line())
+        cases.append(case)
+    for host in (f"d{i}" for i in range(1, 5)):
+        lab.shape(host, DDP_RATE_MBIT)
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    only_estimate = (argv if argv is not None else sys.argv[1:]) == ["estimate"]
     if os.geteuid() != 0:
         print("bench-accuracy needs root: the lab uses ip netns and tc", file=sys.stderr)
         return 2
@@ -142,10 +205,13 @@ def main() -> int:
         lab.register_references(platform.register_endpoint)
         api = Api(platform.api, seed["buyer_token"])
         nodes = {name: n.node_id for name, n in lab.nodes.items()}
-        say("network cases (one node at a time)")
-        cases += network_cases(api, nodes)
-        say("training cases (DDP across lab nodes, one rank each)")
-        cases += training_cases(api, nodes)
+        if not only_estimate:
+            say("network cases (one node at a time)")
+            cases += network_cases(api, nodes)
+            say("training cases (DDP across lab nodes, one rank each)")
+            cases += training_cases(api, nodes)
+        say("estimate cases (the workload estimate against DDP runs on reshaped links)")
+        cases += estimate_cases(api, nodes, lab.lab)
     finally:
         lab.down()
         platform.stop()
@@ -154,7 +220,8 @@ def main() -> int:
     passed = sum(c.ok for c in cases)
     print(f"accuracy: {passed}/{len(cases)} cases within target")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "accuracy.json").write_text(json.dumps([c.__dict__ for c in cases], indent=2))
+    name = "estimate-accuracy.json" if only_estimate else "accuracy.json"
+    (RESULTS / name).write_text(json.dumps([c.__dict__ for c in cases], indent=2))
     return 0 if passed == len(cases) and cases else 1
 
 

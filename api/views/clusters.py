@@ -52,7 +52,8 @@ class ClusterBoardView(APIView):
 def cluster_data(e: clusters.ClusterEntry, metric: str) -> dict[str, Any]:
     result = e.result
     return {
-        "rank": e.rank, "size": result.size, "gpu_model": result.gpu_model, "cluster": result.key,
+        "rank": e.rank, "id": result.pk, "size": result.size, "gpu_model": result.gpu_model,
+        "cluster": result.key,
         "name": clusters.name(result), "nodes": [{"id": n.pk, "name": n.name}
                                                  for n in sorted(result.nodes.all(), key=lambda n: n.name)],
         "provider": result.provider.name if result.provider else "",

@@ -5,12 +5,18 @@ figures) and what was measured on the node or cluster. Per optimizer step, each 
 
     compute  = B x F / (R x T)                      B samples, F training FLOPs per sample,
                                                     R ranks, T measured TFLOP/s per rank
-    sync     = sum over buckets of  2(R-1)/R x S_b / busbw(S_b)  +  2(R-1) x rtt/2
-               (ring all-reduce of the gradient bytes in DDP's 25 MiB buckets, busbw
-               interpolated on the measured curve at the bucket's size)
-    exposed  = max(sync - OVERLAP x backward / A, sync_of_last_bucket)
-               (DDP all-reduces buckets while backward runs; with A accumulation micro-steps
-               only the last one's backward hides it; backward = 2/3 of compute)
+    t_b      = 2(R-1)/R x S_b / busbw(S_b)            ring all-reduce of one DDP bucket: the
+                                                    gradient bytes in DDP's buckets (1 MiB
+                                                    first, then 25 MiB), busbw interpolated
+                                                    on the curve measured across these ranks
+                                                    at the bucket's size (so latency is in it)
+    exposed  = end of the last bucket's all-reduce - end of backward, at least 0:
+               bucket b is ready when backward has produced its bytes (backward spread
+               evenly over the gradient bytes, last layer first), and the buckets go out one
+               after another, each when it is ready and the previous one is done (DDP's
+               overlap; with A accumulation micro-steps only the last one's backward hides
+               it; backward = 2/3 of compute). Ranks on a CPU (gloo) hide nothing: the
+               reduction runs on the cores backward is using.
     stall    = max(0, B / L - (compute + exposed))   L samples/s the input path delivers
                                                     (DataLoader, capped by the storage's
                                                     files/s for the job's layout), prefetched
@@ -38,6 +44,7 @@ from config.errors import Invalid
 
 PRESETS_FILE = Path(__file__).resolve().parent.parent / "data" / "workloads.yaml"
 BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb
+FIRST_BUCKET_BYTES = 2**20  # DDP's first bucket (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES)
 GRAD_BYTES = 4  # DDP all-reduces gradients in the parameters' dtype: fp32 under autocast
 OVERLAP = 1.0  # share of the backward pass that hides gradient sync (ideal DDP)
 BACKWARD = 2 / 3  # backward's share of a training step's compute (2 of the 6 x N FLOPs forward)
@@ -58,6 +65,7 @@ class Workload:
     nodes: int = 1
     gpus_per_node: int = 1
     accumulation: int = 1
+    precision: str = "bf16"  # which matmul figure compute is divided by
     sample_bytes: int = 0
     packed: bool = True
     checkpoint_bytes: float = 0.0
@@ -73,8 +81,9 @@ class Measured:
     """What the candidate's figures say, per rank or per node as named."""
 
     tflops: float  # matmul TFLOP/s of one rank at the job's precision
-    busbw_curve: Sequence[tuple[float, float]]  # (message bytes, GB/s), any order
-    rtt_ms: float = 0.0  # between nodes (0 on one node)
+    # (message bytes, GB/s), any order: measured across the candidate's ranks, so each
+    # message's latency is in its figure
+    busbw_curve: Sequence[tuple[float, float]]
     loader_samples_per_s: float | None = None  # one node's DataLoader, best settings
     small_files_per_s: float | None = None  # one node's storage, a file per sample
     packed_files_per_s: float | None = None  # the same records packed in shards
@@ -92,6 +101,10 @@ class Estimate:
     cost_cny: float | None
     bottleneck: str  # "" when compute bounds the step
     shares: dict[str, float] = field(default_factory=dict)
+    # Parts the job needs but the candidate has no figure for: counted as 0 and named, never
+    # filled with a typical value.
+    unmeasured: list[str] = field(default_factory=list)
+    sync_total_s: float = 0.0  # the whole all-reduce time, hidden or not
     what_ifs: dict[str, Estimate] = field(default_factory=dict)
 
 
@@ -102,15 +115,18 @@ def presets() -> dict[str, dict[str, Any]]:
 
 def from_preset(name: str, steps: int, nodes: int = 1, gpus_per_node: int = 1,
                 **overrides: Any) -> Workload:
+    """A preset's workload; ``overrides`` (any Workload field) win over the preset's figures."""
     preset = presets().get(name)
     if preset is None:
         raise BadWorkload(f"unknown preset {name!r}; known: {', '.join(sorted(presets()))}",
                           field="preset")
-    return Workload(name=name, params=float(preset["params"]),
-                    train_flops_per_sample=float(preset["train_flops_per_sample"]),
-                    global_batch=int(preset["global_batch"]), steps=steps, nodes=nodes,
-                    gpus_per_node=gpus_per_node, sample_bytes=int(preset.get("sample_bytes", 0)),
-                    **overrides)
+    fields: dict[str, Any] = {
+        "params": float(preset["params"]),
+        "train_flops_per_sample": float(preset["train_flops_per_sample"]),
+        "global_batch": int(preset["global_batch"]), "sample_bytes": int(preset.get("sample_bytes", 0)),
+        "precision": str(preset.get("precision", "bf16"))}
+    return Workload(name=name, steps=steps, nodes=nodes, gpus_per_node=gpus_per_node,
+                    **(fields | overrides))
 
 
 def busbw_at(curve: Sequence[tuple[float, float]], size: float) -> float:
@@ -130,17 +146,27 @@ def busbw_at(curve: Sequence[tuple[float, float]], size: float) -> float:
     return b0 + t * (b1 - b0)
 
 
-def sync_seconds(w: Workload, m: Measured) -> tuple[float, float]:
-    """The whole step's all-reduce time, and its last bucket's (which nothing hides)."""
+def buckets(grad_bytes: float) -> list[float]:
+    """DDP's buckets in the order they are reduced (last layers first): 1 MiB, then 25 MiB."""
+    out = [min(grad_bytes, float(FIRST_BUCKET_BYTES))]
+    full, rest = divmod(grad_bytes - out[0], BUCKET_BYTES)
+    out += [float(BUCKET_BYTES)] * int(full) + ([rest] if rest else [])
+    return out
+
+
+def sync_seconds(w: Workload, m: Measured, backward_s: float) -> tuple[float, float]:
+    """The step's whole all-reduce time, and the part of it left after backward ends."""
     if w.ranks < 2:
         return 0.0, 0.0
     total = w.params * GRAD_BYTES
-    full, rest = divmod(total, BUCKET_BYTES)
-    buckets = [float(BUCKET_BYTES)] * int(full) + ([rest] if rest else [])
     factor = 2 * (w.ranks - 1) / w.ranks
-    latency = 2 * (w.ranks - 1) * (m.rtt_ms / 2000)
-    times = [factor * b / (busbw_at(m.busbw_curve, b) * 1e9) + latency for b in buckets]
-    return sum(times), times[-1]
+    produced = finish = whole = 0.0
+    for size in buckets(total):
+        produced += size
+        seconds = factor * size / (busbw_at(m.busbw_curve, size) * 1e9)
+        finish = max(backward_s * produced / total, finish) + seconds
+        whole += seconds
+    return whole, max(0.0, finish - backward_s)
 
 
 def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
@@ -150,13 +176,20 @@ def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
     if m.tflops <= 0:
         raise BadWorkload("no matmul throughput was measured for this candidate", field="candidate")
     compute = w.global_batch * w.train_flops_per_sample / (w.ranks * m.tflops * 1e12)
-    sync, last = sync_seconds(w, m)
-    exposed = max(sync - OVERLAP * BACKWARD * compute / w.accumulation, last) if sync else 0.0
+    # DDP hides a bucket's all-reduce behind the rest of backward when something other than
+    # the computing cores moves and sums it (NCCL: its own CUDA stream, the NIC). Ranks on a
+    # CPU (gloo) reduce on the very cores backward is using: nothing is hidden.
+    overlap = 0.0 if m.on_cpu else OVERLAP
+    sync, exposed = sync_seconds(w, m, overlap * BACKWARD * compute / w.accumulation)
     storage = m.packed_files_per_s if w.packed else m.small_files_per_s
     rates = [r * w.nodes for r in (m.loader_samples_per_s, storage) if r]
     stall = max(0.0, w.global_batch / min(rates) - (compute + exposed)) if rates else 0.0
+    unmeasured = [] if rates else ["input"]
+    wants_ckpt = bool(w.checkpoint_bytes and w.checkpoint_interval)
     ckpt = (w.checkpoint_bytes / (m.checkpoint_gbs * 1e9) / w.checkpoint_interval
-            if w.checkpoint_bytes and w.checkpoint_interval and m.checkpoint_gbs else 0.0)
+            if wants_ckpt and m.checkpoint_gbs else 0.0)
+    if wants_ckpt and not m.checkpoint_gbs:
+        unmeasured.append("checkpoint")
     parts = {"compute": compute, "sync": exposed, "input": stall, "checkpoint": ckpt}
     step = sum(parts.values())
     hours = w.steps * step / 3600
@@ -164,7 +197,8 @@ def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
     worst = max(("sync", "input", "checkpoint"), key=lambda k: parts[k])
     out = Estimate(parts=parts, step_s=step, hours=hours,
                    cost_cny=m.price_cny_month * hours / HOURS_PER_MONTH if m.price_cny_month else None,
-                   bottleneck=worst if parts[worst] > 0 else "", shares=shares)
+                   bottleneck=worst if parts[worst] > 0 else "", shares=shares,
+                   unmeasured=unmeasured, sync_total_s=sync)
     if what_ifs:
         out.what_ifs = alternatives(w, m)
     return out

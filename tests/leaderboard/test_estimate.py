@@ -11,6 +11,7 @@ from leaderboard.services.estimate import (
     BadWorkload,
     Measured,
     Workload,
+    buckets,
     busbw_at,
     estimate,
     from_preset,
@@ -37,15 +38,19 @@ def test_busbw_is_interpolated_on_the_measured_curve_in_log_size() -> None:
 def test_the_seeds_arithmetic_two_a100_nodes_on_1gbe_are_sync_bound() -> None:
     # GPT-2 medium over 2 x 8 GPUs: 355e6 x 4 bytes = 1.42 GB of gradients per step.
     job = from_preset("gpt2-medium", steps=20_000, nodes=2, gpus_per_node=8)
-    slow = Measured(tflops=150.0, busbw_curve=[(BUCKET_BYTES, GBIT)], rtt_ms=0.5,
+    slow = Measured(tflops=150.0, busbw_curve=[(BUCKET_BYTES, GBIT)],
                     price_cny_month=2 * 25_000, link_gbps=0.94)
     e = estimate(job, slow)
-    factor = 2 * 15 / 16
-    expected_sync = factor * 355e6 * 4 / (GBIT * 1e9) + math.ceil(355e6 * 4 / BUCKET_BYTES) * 15 * 0.5e-3
+    grads = 355e6 * 4
+    expected_sync = 2 * 15 / 16 * grads / (GBIT * 1e9)
     compute = 512 * 2.18e12 / (16 * 150e12)
+    backward = 2 / 3 * compute
     assert e.parts["compute"] == pytest.approx(compute)
-    # All but what the backward pass hides is exposed.
-    assert e.parts["sync"] == pytest.approx(expected_sync - 2 / 3 * compute, rel=1e-6)
+    assert e.sync_total_s == pytest.approx(expected_sync)
+    # The link never rests once the first 1 MiB bucket is ready: everything after the end of
+    # backward is exposed.
+    assert e.parts["sync"] == pytest.approx(expected_sync + backward * 2**20 / grads - backward,
+                                            rel=1e-6)
     assert e.bottleneck == "sync" and e.shares["sync"] > 0.9
     assert e.hours == pytest.approx(20_000 * e.step_s / 3600)
     assert e.cost_cny == pytest.approx(50_000 * e.hours / 730)
@@ -53,6 +58,25 @@ def test_the_seeds_arithmetic_two_a100_nodes_on_1gbe_are_sync_bound() -> None:
     assert e.what_ifs["link_10gbe"].hours < e.hours / 5
     accum = e.what_ifs["accumulation_x4"]
     assert accum.hours < e.hours / 3 and accum.shares["sync"] < e.shares["sync"]
+
+
+def test_ddp_buckets_are_one_mib_first_then_25_mib() -> None:
+    assert buckets(60 * 2**20) == [2**20, BUCKET_BYTES, BUCKET_BYTES, 9 * 2**20]
+    assert buckets(2**19) == [2**19]
+
+
+def test_a_fast_link_hides_all_but_the_last_bucket_behind_backward() -> None:
+    # 100 MiB of gradients, backward 1 s, every bucket's all-reduce far shorter than the
+    # backward that produces the next: only the last bucket (the first layers, ready when
+    # backward ends) is left to wait for.
+    job = Workload("hidden", params=100 * 2**20 / 4, train_flops_per_sample=1.5e12,
+                   global_batch=2, steps=1, nodes=2)
+    m = Measured(tflops=1.0, busbw_curve=[(2**20, 10.0)])
+    e = estimate(job, m)
+    assert e.parts["compute"] == pytest.approx(1.5)
+    last = 2 * 1 / 2 * (100 * 2**20 - 2**20 - 3 * BUCKET_BYTES) / 10e9
+    assert e.parts["sync"] == pytest.approx(last)
+    assert e.sync_total_s == pytest.approx(100 * 2**20 / 10e9)
 
 
 def test_one_rank_syncs_nothing_and_compute_bounds_it() -> None:
@@ -76,6 +100,14 @@ def test_a_checkpoint_is_amortised_over_its_interval() -> None:
                    checkpoint_bytes=10e9, checkpoint_interval=500)
     e = estimate(job, Measured(tflops=10.0, busbw_curve=[], checkpoint_gbs=0.25))
     assert e.parts["checkpoint"] == pytest.approx(10e9 / 0.25e9 / 500)
+
+
+def test_a_part_without_a_figure_is_named_not_guessed() -> None:
+    job = Workload("ckpt", params=1e6, train_flops_per_sample=1e9, global_batch=100, steps=10,
+                   checkpoint_bytes=10e9, checkpoint_interval=500)
+    e = estimate(job, Measured(tflops=10.0, busbw_curve=[]))
+    assert e.unmeasured == ["input", "checkpoint"]
+    assert e.parts["input"] == 0.0 and e.parts["checkpoint"] == 0.0
 
 
 def test_nothing_is_estimated_from_figures_that_were_not_measured() -> None:

@@ -32,11 +32,13 @@ def sample(metric: str, value: float, unit: str, **metadata: Any) -> dict[str, A
 
 def multi_node_job(buyer: Any, enrolled: list[Any], links: Links,
                    received: Links | None = None, step_ms: float = 100.0,
-                   suite: str = "full") -> BenchmarkJob:
+                   suite: str = "full", params: dict[str, Any] | None = None,
+                   curve: list[dict[str, float]] | None = None) -> BenchmarkJob:
     """A multi-node job as its hosts post it: each sender's view of its links (with the
-    tests' cookies), each receiver's own server log of them, and rank 0's DDP figures."""
+    tests' cookies), each receiver's own server log of them, and rank 0's DDP figures
+    (``curve``: the all-reduce curve in the busbw sample's metadata, as the probe posts it)."""
     received = links | (received or {})
-    job, _ = submission.submit(buyer.user, [e.node.pk for e in enrolled], suite)
+    job, _ = submission.submit(buyer.user, [e.node.pk for e in enrolled], suite, params)
     runs = list(job.runs.order_by("id"))
     n = len(enrolled)
     for i, (e, run) in enumerate(zip(enrolled, runs, strict=True)):
@@ -62,7 +64,8 @@ def multi_node_job(buyer: Any, enrolled: list[Any], links: Links,
                 sample("training.compute_time", step_ms * 0.6, "ms"),
                 sample("training.comm_share", 0.4, "ratio"),
                 sample("training.samples_per_s", 32 * world / (step_ms / 1000), "samples/s"),
-                sample("training.allreduce_busbw", slowest / 8 * 0.5, "GB/s"),
+                sample("training.allreduce_busbw", slowest / 8 * 0.5, "GB/s",
+                       **({"curve": curve} if curve is not None else {})),
                 sample("training.allreduce_busbw_largest", slowest / 8 * 0.5, "GB/s")]
         lifecycle.finish(e.node, run.pk, claim.attempt.id, True, samples, "", {})
     return job

@@ -1,0 +1,154 @@
+"""The workload estimate's request and answer (POST /api/v1/estimates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from leaderboard.services import estimate, estimate_board
+
+MAX_IDS = estimate_board.MAX_CANDIDATES
+
+
+def ids() -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=2**31 - 1)  # PostgreSQL's integer
+
+
+
+class WorkloadSerializer(serializers.Serializer[Any]):
+    preset = serializers.ChoiceField(choices=sorted(estimate.presets()), required=False,
+                                     help_text="a model from leaderboard/data/workloads.yaml; "
+                                               "explicit figures below override it")
+    params = serializers.FloatField(min_value=1e3, max_value=1e13, required=False,
+                                    help_text="trainable parameters")
+    train_flops_per_sample = serializers.FloatField(
+        min_value=1.0, max_value=1e18, required=False,
+        help_text="FLOPs of one training sample, forward and backward (6 x params x tokens "
+                  "for a transformer)")
+    global_batch = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False,
+                                            help_text="samples per optimizer step, all ranks")
+    precision = serializers.ChoiceField(choices=sorted(estimate_board.MATMUL), required=False,
+                                        help_text="which measured matmul figure compute uses")
+    sample_bytes = serializers.IntegerField(min_value=0, max_value=2**34, required=False,
+                                            help_text="one stored sample's mean size")
+    steps = serializers.IntegerField(min_value=1, max_value=10**9)
+    nodes = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    gpus_per_node = serializers.IntegerField(min_value=1, max_value=64, default=1)
+    accumulation = serializers.IntegerField(min_value=1, max_value=1024, default=1,
+                                            help_text="micro-steps per optimizer step")
+    packed = serializers.BooleanField(default=True,
+                                      help_text="false: one file per sample (small files)")
+    checkpoint_gb = serializers.FloatField(min_value=0.0, max_value=1e6, default=0.0)
+    checkpoint_interval = serializers.IntegerField(min_value=0, max_value=10**9, default=0,
+                                                   help_text="steps between checkpoints")
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        explicit = ("params", "train_flops_per_sample", "global_batch")
+        if "preset" not in data and any(k not in data for k in explicit):
+            raise serializers.ValidationError(
+                "give a preset, or params, train_flops_per_sample and global_batch")
+        return data
+
+class EstimateRequestSerializer(serializers.Serializer[Any]):
+    workload = WorkloadSerializer()
+    nodes = serializers.ListField(child=ids(), required=False,
+                                  max_length=MAX_IDS, help_text="candidate node ids (one-node jobs)")
+    clusters = serializers.ListField(child=ids(), required=False,
+                                     max_length=MAX_IDS,
+                                     help_text="candidate cluster ids (the cluster board's id)")
+    region = serializers.CharField(max_length=64, required=False, allow_blank=True,
+                                   help_text="without ids: the board's candidates here")
+    provider = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    gpu_model = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    max_price = serializers.IntegerField(min_value=0, max_value=10**9, required=False,
+                                         help_text="CNY a month for the whole candidate")
+    profile = serializers.CharField(max_length=16, required=False, allow_blank=True)
+    rank_by = serializers.ChoiceField(choices=estimate_board.RANK_BY, default="cost")
+
+    def build_workload(self) -> estimate.Workload:
+        data = dict(self.validated_data["workload"])
+        preset = data.pop("preset", None)
+        shape = {k: data.pop(k) for k in ("steps", "nodes", "gpus_per_node")}
+        ckpt = {"checkpoint_bytes": data.pop("checkpoint_gb") * 1e9,
+                "checkpoint_interval": data.pop("checkpoint_interval")}
+        if preset is not None:
+            return estimate.from_preset(preset, **shape, **ckpt, **data)
+        return estimate.Workload(name="custom", **shape, **ckpt, **data)
+
+    def selection(self) -> estimate_board.Selection:
+        d = self.validated_data
+        return estimate_board.Selection(
+            nodes=tuple(dict.fromkeys(d.get("nodes", []))),
+            clusters=tuple(dict.fromkeys(d.get("clusters", []))), region=d.get("region", ""),
+            provider=d.get("provider", ""), gpu_model=d.get("gpu_model", ""),
+            max_price=d.get("max_price"), profile=d.get("profile", ""))
+
+
+class PartsSerializer(serializers.Serializer[Any]):
+    compute = serializers.FloatField()
+    sync = serializers.FloatField(help_text="gradient sync not hidden behind backward")
+    input = serializers.FloatField(help_text="input stall")
+    checkpoint = serializers.FloatField(help_text="checkpoint writes, per step")
+
+
+class WhatIfSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField(help_text="accumulation_x4, packed, link_<rate>gbe")
+    step_s = serializers.FloatField()
+    hours = serializers.FloatField()
+    cost_cny = serializers.FloatField(allow_null=True)
+
+
+class EstimateSerializer(serializers.Serializer[Any]):
+    parts_s = PartsSerializer(help_text="seconds per optimizer step")
+    shares = PartsSerializer(help_text="each part's share of the step")
+    step_s = serializers.FloatField()
+    sync_total_s = serializers.FloatField(help_text="the whole all-reduce time, hidden or not")
+    overlap = serializers.FloatField(help_text="share of the gradient sync hidden behind backward")
+    hours = serializers.FloatField()
+    cost_cny = serializers.FloatField(allow_null=True, help_text="null: the candidate has no price")
+    bottleneck = serializers.CharField(allow_blank=True, help_text='"" when compute bounds it')
+    summary = serializers.CharField()
+    unmeasured = serializers.ListField(child=serializers.CharField(),
+                                       help_text="parts without a figure: counted as 0")
+    what_ifs = WhatIfSerializer(many=True)
+
+
+class CandidateSerializer(serializers.Serializer[Any]):
+    rank = serializers.IntegerField(allow_null=True, help_text="null: skipped")
+    kind = serializers.CharField(help_text="node or cluster")
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    provider = serializers.CharField()
+    region = serializers.CharField()
+    nodes = serializers.ListField(child=serializers.DictField())
+    price_cny_month = serializers.IntegerField(allow_null=True)
+    profile = serializers.CharField()
+    on_cpu = serializers.BooleanField(help_text="compute is a CPU's figure (no GPU on the host)")
+    sources = serializers.DictField(child=serializers.CharField(),
+                                    help_text="each figure used and the record it came from")
+    evidence = serializers.CharField(help_text="host-reported figures behind the consistency rules")
+    estimate = EstimateSerializer(allow_null=True)
+    skipped = serializers.CharField(allow_blank=True, help_text="why there is no estimate")
+
+
+class EstimateWorkloadEchoSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    params = serializers.FloatField()
+    train_flops_per_sample = serializers.FloatField()
+    global_batch = serializers.IntegerField()
+    steps = serializers.IntegerField()
+    nodes = serializers.IntegerField()
+    gpus_per_node = serializers.IntegerField()
+    ranks = serializers.IntegerField()
+    accumulation = serializers.IntegerField()
+    precision = serializers.CharField()
+    packed = serializers.BooleanField()
+    gradient_bytes = serializers.FloatField()
+
+
+class EstimatePageSerializer(serializers.Serializer[Any]):
+    workload = EstimateWorkloadEchoSerializer()
+    rank_by = serializers.CharField()
+    model = serializers.CharField(help_text="where the formulas are written down")
+    results = CandidateSerializer(many=True)
