@@ -52,8 +52,7 @@ class ClusterBoardView(APIView):
 def cluster_data(e: clusters.ClusterEntry, metric: str) -> dict[str, Any]:
     result = e.result
     return {
-        "rank": e.rank, "id": result.pk, "size": result.size, "gpu_model": result.gpu_model,
-        "cluster": result.key,
+        "rank": e.rank, "size": result.size, "gpu_model": result.gpu_model, "cluster": result.key,
         "name": clusters.name(result), "nodes": [{"id": n.pk, "name": n.name}
                                                  for n in sorted(result.nodes.all(), key=lambda n: n.name)],
         "provider": result.provider.name if result.provider else "",
@@ -64,7 +63,8 @@ def cluster_data(e: clusters.ClusterEntry, metric: str) -> dict[str, Any]:
         "step_time_ms": e.value("training.step_time"), "comm_share": e.value("training.comm_share"),
         "samples_per_s": e.value("training.samples_per_s"), "price_cny_month": e.price_cny_month,
         "price_per_throughput": e.price_per_throughput, "evidence": "host-reported",
-        "diagnosis": [f.__dict__ for f in e.findings]}
+        "diagnosis": [f.__dict__ for f in e.findings],
+        "id": result.pk}  # last: CSV readers keep the columns they had
 
 
 class LinkMatrixView(APIView):
