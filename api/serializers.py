@@ -19,7 +19,7 @@ from contract.suites import (
 from fleet.models import Node, Provider
 from jobs.models import BenchmarkJob, ClusterResult, Run, Sample
 from jobs.services import intake, multi_node
-from leaderboard.services import clusters
+from leaderboard.services import clusters, stability_board
 from leaderboard.services.links import link_data
 
 
@@ -261,6 +261,16 @@ class FindingSerializer(serializers.Serializer[Any]):
     advice = serializers.CharField()
 
 
+class StabilityBriefSerializer(serializers.Serializer[Any]):
+    verdict = serializers.CharField(help_text="stable, varies-by-hour, varies, not-enough-data")
+    badge = serializers.CharField()
+    retests = serializers.IntegerField()
+    hours = serializers.IntegerField()
+    missed = serializers.IntegerField()
+    hour_ratio = serializers.FloatField(allow_null=True)
+    worst_hours = serializers.ListField(child=serializers.IntegerField())
+
+
 class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     rank = serializers.IntegerField(allow_null=True, help_text="null: listed apart, unranked")
     node = NodeSerializer()
@@ -287,6 +297,9 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     price_per_throughput = serializers.FloatField(
         allow_null=True, help_text="CNY/month per training sample/s")
     diagnosis = FindingSerializer(many=True)
+    stability = StabilityBriefSerializer(
+        allow_null=True, help_text="the ranked figure across the platform's re-tests at "
+                                   "random hours (GET /api/v1/nodes/ID/stability: all of it)")
 
 
 def evidence_label(row: Any) -> str:
@@ -310,7 +323,16 @@ def entry_data(entry: Any, node: Any) -> dict[str, Any]:
         "requested_by": row.requested_by, "score": entry.score.as_dict(),
         "price_per_score": entry.price_per_score, "price_per_throughput": entry.price_per_throughput,
         "diagnosis": [f.__dict__ for f in entry.findings],
+        "stability": stability_brief(entry.stability),
     }
+
+
+def stability_brief(s: Any) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"verdict": s.verdict, "badge": stability_board.badge(s), "retests": s.retests,
+            "hours": s.hours, "missed": s.missed, "hour_ratio": s.hour_ratio,
+            "worst_hours": s.worst_hours}
 
 
 class LeaderboardPageSerializer(serializers.Serializer[Any]):

@@ -11,6 +11,7 @@ from api.views import (
     node_agent,
     nodes,
     providers,
+    stability,
 )
 from certification import api as certification
 
@@ -41,6 +42,12 @@ urlpatterns = [
     path("nodes/<int:node_id>/history", leaderboard.NodeHistoryView.as_view(), name="node-history"),
     path("nodes/<int:node_id>/report", leaderboard.NodeReportView.as_view(), name="node-report"),
     path("nodes/<int:node_id>/price", providers.NodePriceView.as_view(), name="node-price"),
+    path("nodes/<int:node_id>/stability", stability.NodeStabilityView.as_view(),
+         name="node-stability"),
+    path("nodes/<int:node_id>/retests/pause", stability.RetestPauseView.as_view(),
+         name="node-retests-pause"),
+    path("nodes/<int:node_id>/retests/resume", stability.RetestResumeView.as_view(),
+         name="node-retests-resume"),
     path("health", health.HealthView.as_view(), name="health"),
     path("node/self", node_agent.NodeSelfView.as_view(), name="node-self"),
     path("node/heartbeat", node_agent.HeartbeatView.as_view(), name="node-heartbeat"),

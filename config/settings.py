@@ -260,6 +260,21 @@ SCORE_WEIGHTS = {
     (item.partition("=") for item in (env("SCORE_WEIGHTS") or "").split(",") if item.strip())
 }
 
+# Scheduled re-tests (jobs/services/retests.py): how many per node per local day, at random
+# hours; the suite and profile they run; how long one waits for a buyer's job to end.
+RETEST_PER_DAY = envint("RETEST_PER_DAY", 4)
+RETEST_TICK_SECONDS = envint("RETEST_TICK_SECONDS", 60)
+RETEST_SUITE = env("RETEST_SUITE", "retest") or "retest"
+RETEST_PROFILE = env("RETEST_PROFILE", "retest") or "retest"
+RETEST_DEFER_SECONDS = envint("RETEST_DEFER_SECONDS", 1200)
+RETEST_MAX_DEFERRALS = envint("RETEST_MAX_DEFERRALS", 6)
+# A re-test due longer ago than this when the scheduler gets to it is skipped, not run.
+RETEST_STALE_SECONDS = envint("RETEST_STALE_SECONDS", 3600)
+# Longest pause a provider may ask for at once, and the window stability is judged over.
+RETEST_MAX_PAUSE_HOURS = envint("RETEST_MAX_PAUSE_HOURS", 72)
+STABILITY_WINDOW_DAYS = envint("STABILITY_WINDOW_DAYS", 7)
+CELERY_BEAT_SCHEDULE["retests"] = {"task": "jobs.retests", "schedule": float(RETEST_TICK_SECONDS)}
+
 # --- Certification ----------------------------------------------------------------------
 CERT_SIGNING_KEY_FILE = env("CERT_SIGNING_KEY_FILE") or str(BASE_DIR / "var" / "cert-signing-key.pem")
 CERT_VALID_DAYS = envint("CERT_VALID_DAYS", 30)

@@ -63,6 +63,11 @@ PROFILES: dict[str, dict[str, float]] = {
               "smallfile_count": 2000, "model_mib": 8, "train_steps": 10,
               "allreduce_max_mib": 32, "dataloader_samples": 512, "matmul_n": 1024,
               "memcpy_mib": 128, "training_timeout": 300},
+    # The platform's scheduled re-tests (the "retest" suite): about a minute on a node, a few
+    # times a day, so that a figure's stability across the day can be judged.
+    "retest": {"iperf3_duration": 3, "iperf3_omit": 0, "repetitions": 3, "ping_count": 10,
+               "fio_runtime": 2, "fio_size_mib": 64, "checkpoint_mib": 16,
+               "smallfile_count": 200},
 }
 
 SUITES: dict[str, tuple[str, ...]] = {
@@ -71,6 +76,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     "training": ("training",),
     "gpu": ("gpu",),
     "full": ("network", "storage", "training", "gpu"),
+    # Reference throughput and RTT, short fio: what the platform re-tests at random hours.
+    "retest": ("network", "storage"),
     # A probe that measures nothing: for benchmarking the platform and for tests.
     "noop": ("noop",),
 }

@@ -152,3 +152,21 @@ class Node(models.Model):
             return False
         age = (timezone.now() - self.last_seen_at).total_seconds()
         return age <= settings.NODE_OFFLINE_AFTER_SECONDS
+
+
+class RetestPause(models.Model):
+    """A provider's pause of the platform's scheduled re-tests of one node (maintenance).
+
+    Kept, not deleted, when it ends: how long and at which hours a node was paused is part of
+    its stability figure (a node that pauses at its busy hours must not look stable).
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="retest_pauses")
+    start = models.DateTimeField()
+    end = models.DateTimeField()  # the provider may end it early (resume): end is moved back
+    reason = models.CharField(max_length=255, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["node", "end"])]

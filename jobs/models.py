@@ -218,3 +218,30 @@ class ReferenceQueue(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["endpoint", "run"],
                                                name="one_place_per_run_in_a_reference_queue")]
+
+
+class Retest(models.Model):
+    """One scheduled re-test of a node by the platform: planned at a random time, then run,
+    skipped (the node was paused) or missed (offline, refused, failed: it counts against
+    the node). The schedule is never shown to the node or its provider before it is due."""
+
+    class Status(models.TextChoices):
+        PLANNED = "planned"
+        SUBMITTED = "submitted"
+        DONE = "done"
+        MISSED = "missed"  # counts against the node
+        PAUSED = "paused"  # the provider paused re-tests then (the pause itself is judged)
+        BUSY = "busy"  # a buyer's job kept the node busy past every deferral: not counted
+        SKIPPED = "skipped"  # the platform's scheduler was down when it was due: not counted
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="retests")
+    due_at = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PLANNED)
+    job = models.ForeignKey(BenchmarkJob, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    reason = models.CharField(max_length=255, blank=True)  # why missed or paused
+    deferred = models.PositiveIntegerField(default=0)  # times it waited for a buyer's job
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "due_at"]), models.Index(fields=["node", "due_at"])]

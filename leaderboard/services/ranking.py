@@ -25,7 +25,7 @@ from contract.suites import UNRANKED_LABEL
 from fleet.models import Node
 from jobs.models import Sample
 from leaderboard.models import LatestResult
-from leaderboard.services import diagnosis, score
+from leaderboard.services import diagnosis, score, stability, stability_board
 
 DEFAULT_METRIC = "network.tcp_throughput"
 # Price-performance is per unit of this: the training throughput the probe measured.
@@ -196,14 +196,22 @@ class Entry:
     price_per_score: float | None
     price_per_throughput: float | None
     findings: list[diagnosis.Finding] = field(default_factory=list)
+    # The ranked figure across the platform's re-tests at different hours.
+    stability: stability.Stability | None = None
 
 
 def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
             evidence: str = "") -> list[Entry]:
     values = node_values((r.node_id for r in rows), profile, evidence)
+    watched = {*stability_board.WATCHED, *(r.metric for r in rows[:1])}
+    stable = stability_board.figures([r.node_id for r in rows], watched) if rows else {}
     out = []
     for i, row in enumerate(rows):
-        v = values.get(row.node_id, {})
+        v = dict(values.get(row.node_id, {}))
+        mine = stable.get(row.node_id, {})
+        ratio = stability_board.score_figure(mine)
+        if ratio is not None:
+            v[score.STABILITY] = ratio
         try:
             s = score.score(v)
         except (ArithmeticError, ValueError, TypeError):
@@ -214,7 +222,9 @@ def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
             rank=first_rank + i, row=row, stale=is_stale(row.measured_at), score=s,
             price_per_score=round(price / s.value, 2) if price and s.value else None,
             price_per_throughput=round(price / throughput, 4) if price and throughput else None,
-            findings=diagnosis.diagnose(v)))
+            findings=diagnosis.diagnose(v) + [f for m, st in mine.items()
+                                              if (f := stability_board.finding(m, st))],
+            stability=mine.get(row.metric)))
     return out
 
 

@@ -32,6 +32,10 @@ class Part:
     label: str = ""
 
 
+# Not a metric: the worst hour's share of the best hour's median across the platform's
+# re-tests (leaderboard/services/stability_board.score_figure), when it has a verdict.
+STABILITY = "stability.hour_ratio"
+
 PARTS = [
     # A node's own figures only: its links and clusters are judged on their own boards.
     Part("bandwidth", ("network.tcp_throughput",),
@@ -58,10 +62,17 @@ PARTS = [
     Part("gpu_utilisation", ("training.gpu_util_mean",), 80.0, True,
          gettext_noop("GPU busy for at least 80%, over the training window"),
          gettext_noop("GPU utilisation")),
+    Part("stability", (STABILITY,), 0.8, True,
+         gettext_noop("the worst hour of the day within 80% of the best, across the "
+                      "platform's re-tests"),
+         gettext_noop("Stability over the day")),
 ]
 
+# Stability counts only when an operator weights it (SCORE_WEIGHTS="stability=2"): scores
+# stay comparable with those before re-tests existed.
 DEFAULT_WEIGHTS = {"bandwidth": 3.0, "latency": 2.0, "busbw": 3.0, "comm_share": 2.0,
-                   "iops": 1.0, "checkpoint": 1.0, "data_loading": 1.0, "gpu_utilisation": 2.0}
+                   "iops": 1.0, "checkpoint": 1.0, "data_loading": 1.0, "gpu_utilisation": 2.0,
+                   "stability": 0.0}
 
 
 def weights() -> dict[str, float]:

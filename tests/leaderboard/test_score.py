@@ -6,16 +6,26 @@ from typing import Any
 
 import pytest
 
-from leaderboard.services.score import score
+from leaderboard.services.score import STABILITY, score
 
 
-def test_a_node_at_every_target_scores_100() -> None:
+def test_a_node_at_every_target_scores_100(settings: Any) -> None:
+    settings.SCORE_WEIGHTS = {"stability": 1.0}  # weighted only when configured
     s = score({"network.tcp_throughput": 25, "network.tcp_rtt": 1, "training.allreduce_busbw": 3,
                "training.comm_share": 0.1, "storage.randread_iops": 500_000,
                "storage.checkpoint_write": 2, "training.dataloader_samples_per_s": 5000,
-               "training.gpu_util_mean": 95})
+               "training.gpu_util_mean": 95, STABILITY: 0.95})
     assert s.value == 100.0
     assert set(s.parts.values()) == {1.0}
+
+
+def test_stability_counts_only_when_weighted(settings: Any) -> None:
+    # Half the best hour's throughput at the worst hour: 0.5 / 0.8 of the part's target.
+    figures = {"network.tcp_throughput": 9.0, STABILITY: 0.5}
+    assert score(figures).value == 100.0 and score(figures).parts["stability"] is None
+    settings.SCORE_WEIGHTS = {"stability": 3.0}
+    assert score(figures).parts["stability"] == pytest.approx(0.625)
+    assert score(figures).value == pytest.approx(100 * (3 * 1.0 + 3 * 0.625) / 6, abs=0.05)
 
 
 def test_parts_scale_against_their_targets_and_missing_ones_are_left_out() -> None:
