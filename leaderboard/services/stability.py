@@ -54,6 +54,7 @@ class Stability:
     worst_hours: list[int] = field(default_factory=list)
     hour_ratio: float | None = None  # worst hour's median / best hour's, or the reverse: <= 1
     spread: float | None = None  # largest hourly median / smallest
+    value_spread: float | None = None  # largest re-test figure / smallest
     paused_share: float = 0.0
     recurring_pause_hour: int | None = None
 
@@ -74,6 +75,7 @@ def judge(observations: Sequence[Observation], higher_is_better: bool,
     out.recurring_pause_hour = recurring_pause_hour(pauses)
     if values and statistics.fmean(values) > 0:
         out.cv = statistics.pstdev(values) / statistics.fmean(values)
+        out.value_spread = max(values) / min(values) if min(values) > 0 else float("inf")
     medians = list(out.by_hour.values())
     if medians and max(medians) > 0:
         out.hour_ratio = min(medians) / max(medians)

@@ -102,8 +102,9 @@ def finding(metric: str, s: Stability) -> Finding | None:
         verdict = _("%(what)s: the node missed or refused %(missed)s of its re-tests") % {
             "what": _(label), "missed": s.missed}
     else:
+        between = s.value_spread or 1.0
         verdict = _("%(what)s varies %(amount)s between re-tests") % {
-            "what": _(label), "amount": f"{s.cv:.0%}" if s.cv is not None else amount}
+            "what": _(label), "amount": f"{between:.0f}x" if between >= 2 else f"{s.cv or 0:.0%}"}
     verdict += ": " + (_("likely shared or network storage") if storage
                        else _("likely shared bandwidth"))
     advice = (_("ask the provider whether the disk is local and dedicated; keep hot data on "

@@ -96,3 +96,16 @@ def test_pauses_always_at_the_same_hours_are_not_enough_data_even_when_short() -
 def test_hour_spans_join_neighbouring_hours() -> None:
     assert hour_spans([2, 14, 15]) == "02:00-03:00, 14:00-16:00"
     assert hour_spans([23]) == "23:00-00:00"
+
+
+def test_storage_that_varies_three_fold_reads_as_shared_or_network_storage() -> None:
+    from leaderboard.services.stability_board import badge, finding
+
+    obs = [at(d, h, 30_000.0 if (d + h) % 2 else 90_000.0) for d in range(4) for h in (1, 2, 3)]
+    s = judge(obs, higher_is_better=True)
+    f = finding("storage.randread_iops", s)
+    assert s.verdict == VARIES and f is not None
+    assert f.verdict == ("4 KiB random read IOPS (fio) varies 3x between re-tests: likely "
+                         "shared or network storage")
+    assert badge(s) == "varies" and badge(judge(steady(), True)) == "stable"
+    assert finding("storage.randread_iops", judge(steady(), True)) is None
