@@ -65,7 +65,7 @@ PROFILES: dict[str, dict[str, float]] = {
               "memcpy_mib": 128, "training_timeout": 300},
     # The platform's scheduled re-tests (the "retest" suite): about a minute on a node, a few
     # times a day, so that a figure's stability across the day can be judged.
-    "retest": {"iperf3_duration": 3, "iperf3_omit": 0, "repetitions": 3, "ping_count": 10,
+    "retest": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 2, "ping_count": 10,
                "fio_runtime": 2, "fio_size_mib": 64, "checkpoint_mib": 16,
                "smallfile_count": 200},
 }
