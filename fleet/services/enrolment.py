@@ -99,6 +99,9 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
             provider=token.provider, region=token.region, name=token.node_name,
             key_prefix=prefix, key_hash=key_hash, address=address, inventory=inventory or {},
             iperf3_port=iperf3_port, enrolled_nic_mbps=Node.nic_speeds_of(inventory or {}),
+            # The GPU it claims from the start: a result posted without an inventory is judged
+            # against this model's peaks (consistency.within_gpu_peak), not a CPU's.
+            gpu_model=Node.gpu_model_of(inventory or {}),
         )
         token.node = node
         token.save(update_fields=["node"])

@@ -49,6 +49,7 @@ GRAD_BYTES = 4  # DDP all-reduces gradients in the parameters' dtype: fp32 under
 OVERLAP = 1.0  # share of the backward pass that hides gradient sync (ideal DDP)
 BACKWARD = 2 / 3  # backward's share of a training step's compute (2 of the 6 x N FLOPs forward)
 HOURS_PER_MONTH = 730
+BOTTLENECK_SHARE = 0.05
 
 
 class BadWorkload(Invalid, ValueError):
@@ -195,9 +196,11 @@ def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
     hours = w.steps * step / 3600
     shares = {k: v / step for k, v in parts.items()} if step else {}
     worst = max(("sync", "input", "checkpoint"), key=lambda k: parts[k])
+    # A part under BOTTLENECK_SHARE of the step is noise beside compute: compute bounds it.
     out = Estimate(parts=parts, step_s=step, hours=hours,
                    cost_cny=m.price_cny_month * hours / HOURS_PER_MONTH if m.price_cny_month else None,
-                   bottleneck=worst if parts[worst] > 0 else "", shares=shares,
+                   bottleneck=worst if shares.get(worst, 0) >= BOTTLENECK_SHARE else "",
+                   shares=shares,
                    unmeasured=unmeasured, sync_total_s=sync)
     if what_ifs:
         out.what_ifs = alternatives(w, m)

@@ -22,6 +22,7 @@ from fleet.models import Node
 from jobs.models import ClusterResult, Sample
 from jobs.services.consistency import BUSBW_SLACK
 from leaderboard.models import LatestResult
+from leaderboard.charts import number
 from leaderboard.services import clusters, estimate
 from leaderboard.services.estimate import Estimate, Measured, Workload
 from leaderboard.services.ranking import Filters, node_values, profile_for
@@ -280,7 +281,7 @@ def summary(e: Estimate) -> str:
         name, best = min(e.what_ifs.items(), key=lambda kv: kv[1].hours)
         if best.hours < e.hours * 0.95:
             text += "; " + _("%(what)s would cut the job from %(before)s h to %(after)s h") % {
-                "what": what_if_label(name), "before": f"{e.hours:.3g}", "after": f"{best.hours:.3g}"}
+                "what": what_if_label(name), "before": number(e.hours), "after": number(best.hours)}
     return text
 
 
