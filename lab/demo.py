@@ -46,6 +46,11 @@ CERTIFY_NODE, CERTIFY_PROFILE = "hz-a100-01", "single-node-training"
 CERTIFICATION_JOB_PROFILE = "quick"
 CERTIFICATION_TIMEOUT_S = 600
 BOARD_METRIC = "network.tcp_throughput"
+# Stable or shared, on a compressed clock: one round of the platform's re-tests per hour
+# shown, for a node whose link the lab slows in the evening (a neighbour's traffic) and one
+# whose link stays as it is. Network re-tests only, on the re-test profile (a minute or two).
+SHARED_NODE, STEADY_NODE, EVENING_MBIT = "sz-h800-01", "nb-a100-01", 300
+RETEST_HOURS = (3, 9, 14, 20, 21, 22)
 # A node's own figures; a multi-node job's links and cluster have tables of their own.
 COLUMNS = [("RTT ms", "network.tcp_rtt", "{:.2f}"),
            ("TCP Gbit/s", "network.tcp_throughput", "{:.2f}"),
@@ -108,13 +113,46 @@ class Demo:
         certified = obtain_certificate(api, next(n for n in nodes if n["name"] == CERTIFY_NODE),
                                        seed["network_profile"])
         print_board(api, seed["buyer_token"])
+        stability = self.stability_rounds(api, seed["buyer_token"], nodes) if self.lab else {}
         demo = DemoRun(api=api, job_id=int(job["id"]), nodes=nodes, seed=seed,
-                       certificate=certified, board_metric=BOARD_METRIC, var=VAR)
+                       certificate=certified, board_metric=BOARD_METRIC, var=VAR,
+                       stability=stability)
         print("\n".join(try_it_lines(demo, waiting=wait)), flush=True)
         if wait:
             say("press Ctrl-C to stop everything")
             while True:
                 time.sleep(3600)
+
+    def stability_rounds(self, api: str, token: str, nodes: list[dict[str, Any]]
+                         ) -> dict[str, str]:
+        """Yesterday's re-tests at six hours, the shared node slowed from 20:00; each node's
+        stability verdict as the API then gives it."""
+        assert self.lab is not None
+        by_name = {n["name"]: n for n in nodes}
+        ids = ",".join(str(by_name[n]["id"]) for n in (SHARED_NODE, STEADY_NODE))
+        day_rate = self.lab.lab.host(SHARED_NODE).rate_mbit or 1000
+        yesterday = time.localtime(time.time() - 86400)
+        say(f"re-tests on a compressed clock: {SHARED_NODE} and {STEADY_NODE} at "
+            f"{', '.join(f'{h:02d}:20' for h in RETEST_HOURS)} of yesterday; the lab slows "
+            f"{SHARED_NODE}'s link to {EVENING_MBIT} Mbit/s from 20:00")
+        for hour in RETEST_HOURS:
+            self.lab.lab.shape(SHARED_NODE, EVENING_MBIT if hour >= 20 else day_rate)
+            at = time.strftime(f"%Y-%m-%dT{hour:02d}:20", yesterday)
+            answer = json.loads(self.manage("retest_round", f"--at={at}", f"--nodes={ids}",
+                                            "--suite=network", "--profile=retest",
+                                            "--wait=180").strip().splitlines()[-1])
+            print(f"    {at}: " + "  ".join(f"{n['name']}: {answer[str(n['id'])]['status']}"
+                                           for n in nodes if str(n["id"]) in answer), flush=True)
+        self.lab.lab.shape(SHARED_NODE, day_rate)
+        verdicts = {}
+        for name in (SHARED_NODE, STEADY_NODE):
+            body = requests.get(f"{api}/api/v1/nodes/{by_name[name]['id']}/stability",
+                                headers={"Authorization": f"Token {token}"}, timeout=30).json()
+            figure = next(f for f in body["figures"] if f["metric"] == BOARD_METRIC)
+            verdicts[name] = figure["verdict"]
+            said = "; ".join(d["verdict"] for d in body["diagnosis"]) or figure["badge"]
+            say(f"stability of {name} ({BOARD_METRIC}): {figure['verdict']}: {said}")
+        return verdicts
 
     def start_platform(self) -> tuple[str, int]:
         self.platform.start({"CERTIFICATION_JOB_PROFILE": CERTIFICATION_JOB_PROFILE})

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 COMMAND = "  $ "
+# The lab's nodes have no GPU: their figures are a CPU's, and the estimate says so.
+ESTIMATE_PRESET, ESTIMATE_STEPS = "gpt2-small", 1000
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class DemoRun:
     certificate: dict[str, Any] | None  # id, tier, title, node, node_id, provider
     board_metric: str
     var: Path
+    stability: dict[str, str] | None = None  # node name -> its verdict (the lab only)
 
 
 def benchctl() -> str:
@@ -43,6 +46,8 @@ def try_it_lines(demo: DemoRun, waiting: bool) -> list[str]:
              f"  board         {api}/   (price-performance: CNY/month per score point)",
              f"  in Chinese    {api}/zh-hans/   (English: {api}/en/)",
              f"  compare       {api}/compare/?nodes={','.join(str(n['id']) for n in demo.nodes)}",
+             f"  your job      {api}/estimate/?preset={ESTIMATE_PRESET}&steps={ESTIMATE_STEPS}"
+             "   (what a one-node GPT-2 small run takes and costs on each node)",
              f"  web sign-in   {api}/accounts/login/   user {login['username']}  "
              f"password {login['password']}",
              f"  the job       {api}/jobs/{demo.job_id}/   (its owner's page: sign in first)",
@@ -58,6 +63,11 @@ def try_it_lines(demo: DemoRun, waiting: bool) -> list[str]:
                      f"{cert['tier']}, \"{cert['title']}\"")
     else:
         lines.append("  certificate   none was issued (see above why)")
+    verdicts = demo.stability or {}
+    for node in demo.nodes:
+        if node["name"] in verdicts:
+            lines.append(f"  stability     {api}/api/v1/nodes/{node['id']}/stability   "
+                         f"({node['name']}: {verdicts[node['name']]})")
     node_ids = " ".join(str(n["id"]) for n in demo.nodes)
     priced = next((n for n in demo.nodes if n["price_cny_month"] is not None), None)
     # The demo's key is pinned in its own folder, not in the person's ~/.config/benchctl.
@@ -69,6 +79,7 @@ def try_it_lines(demo: DemoRun, waiting: bool) -> list[str]:
         f"{ctl} results {demo.job_id}",
         f"{ctl} compare {node_ids}",
         f"{ctl} leaderboard --metric {demo.board_metric}",
+        f"{ctl} estimate --preset {ESTIMATE_PRESET} --steps {ESTIMATE_STEPS} --region zhejiang",
         f'curl -sf -w "\\n" -H "Authorization: Token $BENCH_TOKEN" '
         f'"$BENCH_URL/api/v1/leaderboard?metric={demo.board_metric}&region=zhejiang"',
     ]

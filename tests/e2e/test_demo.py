@@ -105,6 +105,26 @@ def check_the_try_it_block(out: str) -> None:
     nodes = len(re.findall(r"^  provider\s", out, re.M))
     assert compared.count("data-candidate=") == nodes >= 2 and "并排对比" in compared
 
+    # Stable or shared (lab only): the node slowed in the evening and the steady one, as the
+    # printed stability URLs give them.
+    if os.geteuid() == 0:
+        printed = dict((m[1], m[0]) for m in re.findall(
+            r"^  stability\s+(http://\S+)\s+\((\S+): \S+\)$", out, re.M))
+        assert set(printed) == {"sz-h800-01", "nb-a100-01"}, out[-3000:]
+        verdicts = {}
+        for name, url in printed.items():
+            body = requests.get(url, headers={"Authorization": f"Token {buyer_token}"},
+                                timeout=30).json()
+            verdicts[name] = next(f for f in body["figures"]
+                                  if f["metric"] == "network.tcp_throughput")
+        assert verdicts["sz-h800-01"]["verdict"] == "varies-by-hour", verdicts
+        assert verdicts["sz-h800-01"]["worst_hours"] == [20, 21, 22]
+        assert verdicts["nb-a100-01"]["verdict"] == "stable", verdicts
+    # What a one-node GPT-2 small run takes on each node, as the printed page shows it.
+    estimate = requests.get(field(out, r"^  your job\s+(http://\S+)\s").group(1), timeout=30,
+                            headers={"Accept-Language": "en"})
+    assert estimate.status_code == 200 and "gpt2-small" in estimate.text
+
     # Every printed command, in order, as the person would paste them.
     commands = commands_of(out)
     assert any(" verify " in c for c in commands) and any(" trust add " in c for c in commands)
