@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: setup tools venv services demo test test-fast test-load lint schema check-schema clean bench-accuracy bench messages
+.PHONY: setup tools venv services demo test test-fast test-load lint schema check-schema clean bench-accuracy bench messages gpu-check
 
 setup: tools venv
 
@@ -98,3 +98,9 @@ bench-accuracy: setup
 # The platform against bare Celery and a minimal Django app, in one run (figures, not tests).
 bench: setup services
 	$(PY) -m perf.run
+
+# Every GPU path of the suite on this host (NVML, matmul, memory, PCIe copies, NCCL, DDP), each
+# figure beside its GPU model's published one, in under five minutes; without a GPU it says so.
+# GPU_CHECK_ARGS="--json FILE" also writes everything it measured.
+gpu-check: venv
+	$(PY) -m benchmarks.gpu_check $(GPU_CHECK_ARGS)

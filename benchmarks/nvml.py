@@ -1,8 +1,10 @@
-"""The host's GPUs through NVML: their inventory, and utilisation and power sampled on a
-background thread.
+"""The host's GPUs through NVML, read in this one module: their inventory, a snapshot of
+their clocks and power under load, and utilisation and power sampled on a background thread.
 
-pynvml is imported lazily so that hosts without it (or without an NVIDIA driver) can still
-import this module; the sampler then says why it has no figures instead of inventing zeros.
+Every call goes through Reader: a field a board refuses (NVMLError_NotSupported) is None and
+recorded as "not supported", never an exception and never a 0. pynvml is imported lazily so
+that hosts without it (or without an NVIDIA driver) can still import this module; the sampler
+then says why it has no figures instead of inventing zeros.
 """
 
 from __future__ import annotations
@@ -52,7 +54,85 @@ def _is_nvml_error(nvml: Any, exc: Exception) -> bool:
 
 
 MIB = 1 << 20
-NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS
+# NVML_NVLINK_MAX_LINKS of current pynvml (18 through Hopper): links are read until NVML
+# refuses one, so a board with fewer stops early.
+NVLINK_MAX_LINKS = 36
+# The answers of a field some boards refuse (NVMLError_NotSupported: ECC on consumer cards,
+# PCIe under a hypervisor, NVLink on PCIe cards), and of a call this driver or pynvml lacks.
+NOT_SUPPORTED = "not supported"
+NOT_IN_DRIVER = "not in this driver or pynvml"
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+# pynvml's enum values, spelled here so that a recorded NVML (tests) needs no pynvml.
+CLOCK_SM, CLOCK_MEM = 1, 2
+ECC_CORRECTED, ECC_UNCORRECTED = 0, 1
+ECC_VOLATILE, ECC_AGGREGATE = 0, 1
+RETIRED_MULTIPLE_SBE, RETIRED_DBE = 0, 1
+TEMPERATURE_GPU = 0
+# nvmlClocksEventReason* bits (formerly ClocksThrottleReason*): why the clocks are below max.
+CLOCK_EVENT_REASONS = {
+    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
+    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def why_unknown(exc: BaseException) -> str:
+    """What an NVML failure says about the field: not supported, not in this driver, or
+    the error's own words (a GPU that fell off the bus, a permission)."""
+    code = getattr(exc, "value", None)
+    if code == NVML_ERROR_NOT_SUPPORTED or type(exc).__name__ == "NVMLError_NotSupported":
+        return NOT_SUPPORTED
+    if (code == NVML_ERROR_FUNCTION_NOT_FOUND or isinstance(exc, AttributeError)
+            or type(exc).__name__ == "NVMLError_FunctionNotFound"):
+        return NOT_IN_DRIVER
+    return str(exc) or type(exc).__name__
+
+
+class Reader:
+    """NVML's calls on one handle, each guarded: a refused field is None and ``unknown``
+    says why (``"not supported"`` for NVMLError_NotSupported). The only place NVML is read."""
+
+    def __init__(self, nvml: Any, handle: Any = None) -> None:
+        self.nvml = nvml
+        self.handle = handle
+        self.unknown: dict[str, str] = {}
+
+    def call(self, field: str, name: str, *args: Any,
+             convert: Callable[[Any], Any] | None = None) -> Any:
+        """``convert(nvml.name(handle, *args))`` (no handle for system calls), or None with
+        the reason: NVML's refusal, or an answer of a shape ``convert`` cannot read."""
+        try:
+            function = getattr(self.nvml, name)
+            value = function(*args) if self.handle is None else function(self.handle, *args)
+        except Exception as exc:  # noqa: BLE001 - any NVML refusal is a fact about the board
+            self.unknown.setdefault(field, why_unknown(exc))
+            return None
+        try:
+            return convert(value) if convert is not None else value
+        except (TypeError, ValueError, AttributeError, IndexError, KeyError):
+            self.unknown.setdefault(field, f"unreadable answer {value!r:.60}")
+            return None
+
+    def number(self, field: str, name: str, *args: Any, scale: float = 1.0) -> Any:
+        return self.call(field, name, *args, convert=int if scale == 1.0
+                         else lambda v: round(float(v) * scale, 3))
+
+    def text(self, field: str, name: str, *args: Any) -> str | None:
+        value: str | None = self.call(field, name, *args, convert=_text)
+        return value
+
+    def marks(self) -> dict[str, Any]:
+        """The reasons, compactly: fields NVML does not support, and the others' errors."""
+        out: dict[str, Any] = {}
+        refused = sorted(f for f, why in self.unknown.items() if why == NOT_SUPPORTED)
+        others = {f: why for f, why in sorted(self.unknown.items()) if why != NOT_SUPPORTED}
+        if refused:
+            out["not_supported"] = refused
+        if others:
+            out["unknown"] = others
+        return out
 
 
 def inventory(nvml: Any | None = None) -> dict[str, Any]:
@@ -61,10 +141,13 @@ def inventory(nvml: Any | None = None) -> dict[str, Any]:
     ``{"available": False, "reason"}``.
 
     Only the count, the name and the handle are required of a board; every other field is
-    read guarded, since NVML answers NotSupported for some of them on some boards (PCIe
-    fields under virtualisation, serials on consumer cards, NVLink on PCIe cards): unknown
-    is None, never 0. ``nvml`` is an initialised pynvml-like object (tests pass a recorded
-    one); without it, pynvml is loaded and shut down here.
+    read through Reader, since NVML answers NotSupported for some of them on some boards
+    (PCIe fields under virtualisation, serials and ECC on consumer cards, NVLink on PCIe
+    cards): unknown is None, never 0, and the device's ``not_supported`` lists those fields
+    (``unknown`` has any other reason). Static facts only: what changes from second to
+    second (clocks, power draw, temperature) is ``snapshot``'s, so that the stored
+    inventory does not change with every run. ``nvml`` is an initialised pynvml-like
+    object (tests pass a recorded one); without it, pynvml is loaded and shut down here.
     """
     owned = nvml is None
     if nvml is None:
@@ -75,24 +158,11 @@ def inventory(nvml: Any | None = None) -> dict[str, Any]:
         devices = []
         for index in range(int(nvml.nvmlDeviceGetCount())):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            memory = _optional(lambda h: int(nvml.nvmlDeviceGetMemoryInfo(h).total), handle)
-            devices.append({
-                "index": index,
-                "name": _text(nvml.nvmlDeviceGetName(handle)),
-                "uuid": _optional_text(nvml, "nvmlDeviceGetUUID", handle),
-                "serial": _optional_text(nvml, "nvmlDeviceGetSerial", handle),
-                "memory_bytes": memory,
-                "memory_total_mib": memory // MIB if memory is not None else None,
-                "pcie_gen": _optional(getattr(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", None), handle),
-                "pcie_width": _optional(getattr(nvml, "nvmlDeviceGetCurrPcieLinkWidth", None), handle),
-                "pcie_gen_max": _optional(getattr(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", None),
-                                          handle),
-                "pcie_width_max": _optional(getattr(nvml, "nvmlDeviceGetMaxPcieLinkWidth", None),
-                                            handle),
-                "nvlinks": nvlink_count(nvml, handle),
-            })
-        return {"available": True, "driver": _optional_text(nvml, "nvmlSystemGetDriverVersion"),
-                "cuda_driver": _optional(lambda _: int(nvml.nvmlSystemGetCudaDriverVersion()), None),
+            devices.append({"index": index, "name": _text(nvml.nvmlDeviceGetName(handle))}
+                           | device_facts(Reader(nvml, handle)))
+        system = Reader(nvml)
+        return {"available": True, "driver": system.text("driver", "nvmlSystemGetDriverVersion"),
+                "cuda_driver": system.number("cuda_driver", "nvmlSystemGetCudaDriverVersion"),
                 "devices": devices}
     except Exception as exc:  # noqa: BLE001 - an NVML that fails on the required fields: no GPU
         return {"available": False, "reason": f"{NO_GPU} ({exc})"}
@@ -102,35 +172,122 @@ def inventory(nvml: Any | None = None) -> dict[str, Any]:
                 nvml.nvmlShutdown()
 
 
+def device_facts(read: Reader) -> dict[str, Any]:
+    memory_bytes = read.call("memory_bytes", "nvmlDeviceGetMemoryInfo",
+                             convert=lambda m: int(m.total))
+    facts: dict[str, Any] = {
+        "uuid": read.text("uuid", "nvmlDeviceGetUUID"),
+        "serial": read.text("serial", "nvmlDeviceGetSerial"),
+        "memory_bytes": memory_bytes,
+        "memory_total_mib": memory_bytes // MIB if memory_bytes is not None else None,
+        "compute_capability": read.call("compute_capability",
+                                        "nvmlDeviceGetCudaComputeCapability",
+                                        convert=lambda c: f"{int(c[0])}.{int(c[1])}"),
+        # Current and maximum of the link (the maximum is the slot's and the board's lower
+        # one; a link idles at a lower generation, so "current" is only telling under load).
+        "pcie_gen": read.number("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+        "pcie_width": read.number("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+        "pcie_gen_max": read.number("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
+        "pcie_width_max": read.number("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth"),
+        # The board's own maximum: above pcie_gen_max when the slot or a riser holds it back.
+        "pcie_gen_gpu_max": read.number("pcie_gen_gpu_max",
+                                        "nvmlDeviceGetGpuMaxPcieLinkGeneration"),
+    } | nvlink_facts(read) | {
+        "ecc_enabled": read.call("ecc_enabled", "nvmlDeviceGetEccMode",
+                                 convert=lambda mode: bool(mode[0])),  # current, pending
+        "ecc_uncorrected_volatile": read.number(
+            "ecc_uncorrected_volatile", "nvmlDeviceGetTotalEccErrors", ECC_UNCORRECTED,
+            ECC_VOLATILE),
+        "ecc_uncorrected_aggregate": read.number(
+            "ecc_uncorrected_aggregate", "nvmlDeviceGetTotalEccErrors", ECC_UNCORRECTED,
+            ECC_AGGREGATE),
+        "ecc_corrected_volatile": read.number(
+            "ecc_corrected_volatile", "nvmlDeviceGetTotalEccErrors", ECC_CORRECTED, ECC_VOLATILE),
+    } | memory_repair_facts(read) | {
+        "sm_clock_max_mhz": read.number("sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", CLOCK_SM),
+        "mem_clock_max_mhz": read.number("mem_clock_max_mhz", "nvmlDeviceGetMaxClockInfo",
+                                         CLOCK_MEM),
+        "power_limit_w": read.number("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit",
+                                     scale=1e-3),
+        "power_default_limit_w": read.number(
+            "power_default_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit", scale=1e-3),
+    }
+    return facts | read.marks()
+
+
+def nvlink_facts(read: Reader) -> dict[str, Any]:
+    """Links NVML answers for, how many are up, and the version of the first one up."""
+    states = []
+    for link in range(NVLINK_MAX_LINKS):
+        probe = Reader(read.nvml, read.handle)
+        state = probe.call("nvlink", "nvmlDeviceGetNvLinkState", link)
+        if state is None:
+            if link == 0:  # a board without NVLink refuses link 0: say so; later links end it
+                read.unknown.update(probe.unknown)
+            break
+        states.append(bool(state))
+    up = [link for link, active in enumerate(states) if active]
+    return {"nvlinks": len(up), "nvlink_links": len(states),
+            "nvlink_down": [link for link, active in enumerate(states) if not active],
+            "nvlink_version": (read.number("nvlink_version", "nvmlDeviceGetNvLinkVersion", up[0])
+                               if up else None)}
+
+
+def memory_repair_facts(read: Reader) -> dict[str, Any]:
+    """Pages retired (up to Volta/Turing) or rows remapped (Ampere on) after ECC errors:
+    each board supports one of the two, and NVML says NotSupported for the other."""
+    sbe = read.call("retired_pages", "nvmlDeviceGetRetiredPages", RETIRED_MULTIPLE_SBE,
+                    convert=len)
+    dbe = (read.call("retired_pages", "nvmlDeviceGetRetiredPages", RETIRED_DBE, convert=len)
+           if sbe is not None else None)
+    return {
+        "retired_pages": sbe + dbe if sbe is not None and dbe is not None else None,
+        "retired_pages_pending": read.call("retired_pages_pending",
+                                           "nvmlDeviceGetRetiredPagesPendingStatus", convert=bool),
+        "remapped_rows": read.call("remapped_rows", "nvmlDeviceGetRemappedRows", convert=lambda r: {
+            "correctable": int(r[0]), "uncorrectable": int(r[1]), "pending": bool(r[2]),
+            "failed": bool(r[3])}),
+    }
+
+
+def snapshot(nvml: Any, handle: Any) -> dict[str, Any]:
+    """What changes from second to second on one GPU: clocks and why they are below their
+    maximum, power draw, temperature, utilisation, the PCIe link now. Taken right after a
+    load, it tells throttling and a link that trained at a lower generation."""
+    read = Reader(nvml, handle)
+    reasons = read.call("clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons",
+                        convert=clock_event_names)
+    if reasons is None and read.unknown.get("clock_event_reasons") == NOT_IN_DRIVER:
+        del read.unknown["clock_event_reasons"]  # an older driver: the call's older name
+        reasons = read.call("clock_event_reasons", "nvmlDeviceGetCurrentClocksThrottleReasons",
+                            convert=clock_event_names)
+    found = {
+        "sm_clock_mhz": read.number("sm_clock_mhz", "nvmlDeviceGetClockInfo", CLOCK_SM),
+        "mem_clock_mhz": read.number("mem_clock_mhz", "nvmlDeviceGetClockInfo", CLOCK_MEM),
+        "clock_event_reasons": reasons,
+        "power_w": read.number("power_w", "nvmlDeviceGetPowerUsage", scale=1e-3),
+        "temperature_c": read.number("temperature_c", "nvmlDeviceGetTemperature", TEMPERATURE_GPU),
+        "util_percent": read.call("util_percent", "nvmlDeviceGetUtilizationRates",
+                                  convert=lambda u: int(u.gpu)),
+        "pcie_gen": read.number("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+        "pcie_width": read.number("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+    }
+    return found | read.marks()
+
+
+def snapshot_of(nvml: Any, index: int) -> dict[str, Any]:
+    """``snapshot`` of the GPU NVML numbers ``index``; only the reason when it has none."""
+    read = Reader(nvml)
+    handle = read.call("handle", "nvmlDeviceGetHandleByIndex", index)
+    return snapshot(nvml, handle) if handle is not None else read.marks()
+
+
+def clock_event_names(bits: Any) -> list[str]:
+    return [name for bit, name in CLOCK_EVENT_REASONS.items() if int(bits) & bit]
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _optional(read: Callable[[Any], Any] | None, handle: Any) -> int | None:
-    if read is None:
-        return None
-    try:
-        return int(read(handle))
-    except Exception:  # noqa: BLE001 - NVML raises NotSupported on some boards: unknown, not 0
-        return None
-
-
-def _optional_text(nvml: Any, name: str, *args: Any) -> str | None:
-    try:
-        return _text(getattr(nvml, name)(*args))
-    except Exception:  # noqa: BLE001 - NotSupported, or an older pynvml without the call
-        return None
-
-
-def nvlink_count(nvml: Any, handle: Any) -> int:
-    active = 0
-    for link in range(NVLINK_MAX_LINKS):
-        try:
-            if nvml.nvmlDeviceGetNvLinkState(handle, link):
-                active += 1
-        except Exception:  # noqa: BLE001 - NotSupported / InvalidArgument: no more links
-            break
-    return active
 
 
 class NvmlSampler:
@@ -161,6 +318,7 @@ class NvmlSampler:
                 self.skipped = NO_GPU
         self._util: list[float] = []
         self._power_w: list[float] = []
+        self.unknown: dict[str, str] = {}  # field -> why NVML refused it (see Reader)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -190,7 +348,11 @@ class NvmlSampler:
             # Shutting down is best effort: the figures are already taken.
             with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()
-        return self.summary()
+        summary = self.summary()
+        if summary is None:
+            self.skipped = ("skipped: NVML gave no utilisation ("
+                            f"{self.unknown.get('util_percent', 'no reading')})")
+        return summary
 
     def _loop(self) -> None:
         next_tick = time.monotonic()
@@ -203,10 +365,17 @@ class NvmlSampler:
     def sample_once(self) -> None:
         assert self._nvml is not None
         for handle in self._handles:
-            self._util.append(float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-            # Some boards do not report power; their utilisation still counts. NVML gives mW.
-            with contextlib.suppress(Exception):
-                self._power_w.append(float(self._nvml.nvmlDeviceGetPowerUsage(handle)) / 1000.0)
+            read = Reader(self._nvml, handle)
+            # A tick NVML refuses is left out (never a 0 standing in for it) and the reason
+            # kept; a board that does not report power still counts its utilisation.
+            util = read.call("util_percent", "nvmlDeviceGetUtilizationRates",
+                             convert=lambda u: float(u.gpu))
+            if util is not None:
+                self._util.append(util)
+            power_mw = read.call("power_w", "nvmlDeviceGetPowerUsage", convert=float)
+            if power_mw is not None:
+                self._power_w.append(power_mw / 1000.0)
+            self.unknown.update(read.unknown)
 
     def summary(self) -> UtilisationSummary | None:
         if not self._util:

@@ -17,6 +17,17 @@ class Param:
     high: float
     integer: bool = True
     help: str = ""
+    # A choice among names: the value is the chosen name's index (so every resolved
+    # parameter stays a number); a request may give the name or the index.
+    choices: tuple[str, ...] = ()
+
+
+def choice(name: str, value: float) -> str:
+    """The name a choice parameter's resolved value stands for."""
+    return PARAMS[name].choices[int(value)]
+
+
+TRAINING_MODELS = ("mlp", "transformer", "convnet")
 
 
 PARAMS: dict[str, Param] = {
@@ -27,7 +38,12 @@ PARAMS: dict[str, Param] = {
     "iperf3_parallel": Param(4, 1, 128, help="streams of the parallel iperf3 test (iperf3 -P)"),
     "repetitions": Param(5, 1, 20, help="times each measurement repeats (more while CV > 3.5%)"),
     "training_ranks": Param(2, 1, 64, help="DDP processes per host (capped at its GPU count)"),
-    "model_mib": Param(16, 1, 4096, help="MiB of fp32 parameters in the DDP MLP"),
+    "model_mib": Param(16, 1, 4096, help="MiB of fp32 parameters in the DDP model (the "
+                       "transformer and convnet take the largest GPT-2 or ResNet-50 shape "
+                       "that fits: 475 GPT-2 small, 1354 medium, 98 ResNet-50)"),
+    "training_model": Param(0, 0, len(TRAINING_MODELS) - 1, choices=TRAINING_MODELS,
+                            help="what DDP trains: mlp (0), transformer (1: GPT-2-shaped "
+                            "decoder) or convnet (2: ResNet-50-shaped); the name or its number"),
     "train_steps": Param(20, 3, 10_000, help="timed DDP steps (after 3 warm-up steps)"),
     "training_batch": Param(32, 1, 65_536, help="samples per rank per DDP step"),
     "allreduce_max_mib": Param(256, 1, 4096, help="largest all-reduce message; sizes double from 1 MiB"),
@@ -119,6 +135,13 @@ def resolve_params(overrides: dict[str, Any], profile: str = "default") -> dict[
         if spec is None:
             errors[name] = f"unknown parameter; known: {', '.join(sorted(PARAMS))}"
             continue
+        if spec.choices:
+            if value in spec.choices:
+                value = spec.choices.index(value)
+            elif isinstance(value, bool) or value not in range(len(spec.choices)):
+                known = ", ".join(f"{c} ({i})" for i, c in enumerate(spec.choices))
+                errors[name] = f"unknown choice {value!r}; choose one of {known}"
+                continue
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             errors[name] = "must be a number"
             continue

@@ -185,7 +185,11 @@ def estimate_cases(api: Api, nodes: dict[str, int], lab: netlab.NetLab) -> list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    only_estimate = (argv if argv is not None else sys.argv[1:]) == ["estimate"]
+    args = argv if argv is not None else sys.argv[1:]
+    only_estimate = args[:1] == ["estimate"]
+    if args[1:]:  # `estimate 1,2,5`: those cases only (1 is the first)
+        picked = {int(i) - 1 for i in args[1].split(",")}
+        ESTIMATE_CASES[:] = [c for i, c in enumerate(ESTIMATE_CASES) if i in picked]
     if os.geteuid() != 0:
         print("bench-accuracy needs root: the lab uses ip netns and tc", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
 """benchctl: one command-line tool for GPU hosts (enroll, worker, doctor), for procurement
-(submit, status, results, compare, leaderboard, verify) and for the lab (lab up/down)."""
+(submit, status, results, compare, leaderboard, estimate, verify) and for the lab (lab up/down)."""
 
 from __future__ import annotations
 
@@ -215,6 +215,26 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from workers.buyer import estimate
+    from workers.buyer.display import print_rows
+
+    request = estimate.body(args)  # a bad invocation fails before the platform is asked
+    page = estimate.ask(_client(args), request)
+    if args.format != "table":
+        print_rows(estimate.rows(page), args.format)
+        return 0
+    ranked, skipped = estimate.ranked_rows(page), estimate.skipped_rows(page)
+    if ranked:
+        print_rows(ranked, "table", estimate.title(page))
+    else:
+        print(_("no candidate could be estimated: widen the filters, or name candidates with "
+                "--clusters / --candidate-nodes"))
+    if skipped:
+        print_rows(skipped, "table", _("skipped"))
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from workers.host import doctor
 
@@ -225,7 +245,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{mark} {_(check.name)}: {_(check.detail)}")
         if check.fix:
             print("     " + _("fix: {fix}").format(fix=_(check.fix)))
-    return 0 if all(c.ok for c in checks if c.name != "NVML / GPU") else 1
+    code = 0 if all(c.ok for c in checks if c.name != "NVML / GPU") else 1
+    if args.gpu:
+        # make gpu-check's report, in its own (English) words: figures and NVML's terms.
+        code = max(code, doctor.gpu_check())
+    return code
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
@@ -245,7 +269,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchctl", description=_(
         "benchctl: one command-line tool for GPU hosts (enroll, worker, doctor), for procurement "
-        "(submit, status, results, compare, leaderboard, verify) and for the lab (lab up/down)."))
+        "(submit, status, results, compare, leaderboard, estimate, verify) and for the lab "
+        "(lab up/down)."))
     parser.add_argument("--config", default=str(node_config.DEFAULT_PATH),
                         help=_("node credentials file (default: %(default)s)"))
     parser.add_argument("--debug", action="store_true", help=_("show tracebacks"))
@@ -302,7 +327,54 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--format", default="table", choices=FORMATS)
     board.set_defaults(func=cmd_leaderboard)
 
+    est = sub.add_parser("estimate", help=_("what your training job would take and cost on "
+                                            "each candidate, from their measured figures"))
+    client_args(est)
+    est.add_argument("--preset", metavar="NAME",
+                     help=_("a model the platform knows, e.g. gpt2-medium, resnet50"))
+    est.add_argument("--params", type=float, metavar="N",
+                     help=_("trainable parameters, e.g. 355e6 (instead of --preset, or over it)"))
+    est.add_argument("--flops-per-sample", type=float, metavar="FLOPS",
+                     help=_("training FLOPs of one sample, forward and backward"))
+    est.add_argument("--global-batch", type=int, metavar="N",
+                     help=_("samples per optimizer step, all GPUs"))
+    est.add_argument("--steps", type=int, required=True, metavar="N",
+                     help=_("optimizer steps of the job"))
+    est.add_argument("--nodes", type=int, default=1, metavar="N",
+                     help=_("how many nodes the job runs on (default: %(default)s); candidate "
+                            "node ids go in --candidate-nodes"))
+    est.add_argument("--gpus-per-node", type=int, metavar="N",
+                     help=_("GPUs the job uses on each node (default: 1)"))
+    est.add_argument("--accumulation", type=int, metavar="N",
+                     help=_("micro-steps per optimizer step (default: 1)"))
+    est.add_argument("--small-files", action="store_true",
+                     help=_("the data is one file per sample, not packed in shards"))
+    est.add_argument("--checkpoint-gb", type=float, metavar="GB", help=_("size of one checkpoint"))
+    est.add_argument("--checkpoint-every", type=int, metavar="STEPS",
+                     help=_("steps between two checkpoints"))
+    # The API's own choices (it checks them again); here for --help and an early error.
+    est.add_argument("--precision", choices=["bf16", "fp16", "fp32"],
+                     help=_("which measured matmul figure to use (default: the preset's, else "
+                            "bf16)"))
+    est.add_argument("--candidate-nodes", metavar="IDS",
+                     help=_("node ids, e.g. 3,7 (one-node jobs)"))
+    est.add_argument("--clusters", metavar="IDS",
+                     help=_("cluster ids from the cluster board, e.g. 3,4"))
+    est.add_argument("--region", help=_("without ids: candidates in this province or city"))
+    est.add_argument("--provider", help=_("without ids: this provider's candidates"))
+    est.add_argument("--gpu-model", help=_("without ids: candidates with this GPU model"))
+    est.add_argument("--max-price", type=int, metavar="CNY",
+                     help=_("without ids: at most this monthly price for the whole candidate"))
+    est.add_argument("--rank-by", default="cost", choices=["cost", "time"],
+                     help=_("cheapest or fastest first (default: %(default)s)"))
+    est.add_argument("--format", default="table", choices=FORMATS)
+    est.set_defaults(func=cmd_estimate)
+
     doctor = sub.add_parser("doctor", help=_("check this host: tools, GPU, broker, API, clock"))
+    doctor.add_argument("--gpu", action="store_true", help=_(
+        "also run every GPU path (NVML, matmul, memory, PCIe copies, NCCL, DDP) and compare "
+        "each figure with the GPU model's published one, as make gpu-check does (under 5 "
+        "minutes)"))
     doctor.set_defaults(func=cmd_doctor)
 
     verify = sub.add_parser("verify", help=_("check a certificate: signature, expiry, revocation"))

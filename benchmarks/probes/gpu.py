@@ -8,9 +8,10 @@ time limit. torch is imported inside functions, so importing this module stays c
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from benchmarks import nvml
@@ -109,7 +110,10 @@ def _timed(device: Any, op: Callable[[], None], reps: int) -> tuple[list[float],
     return per_op, iters
 
 
-def matmul_tflops(device: Any, dtype: Any, n: int, reps: int) -> tuple[list[float], int]:
+def matmul_tflops(device: Any, dtype: Any, n: int, reps: int,
+                  allow_tf32: bool | None = None) -> tuple[list[float], int]:
+    """TFLOP/s of an n x n x n matmul, one figure per repetition. ``allow_tf32`` sets
+    torch's TF32 switch for fp32 on CUDA for this measurement only (None: as it is)."""
     import torch
 
     a = torch.randn(n, n, device=device).to(dtype)
@@ -119,8 +123,27 @@ def matmul_tflops(device: Any, dtype: Any, n: int, reps: int) -> tuple[list[floa
     def op() -> None:
         torch.matmul(a, b, out=out)
 
-    seconds, iters = _timed(device, op, reps)
+    with tf32_matmul(allow_tf32):
+        seconds, iters = _timed(device, op, reps)
     return [2.0 * n**3 / s / 1e12 for s in seconds], iters
+
+
+@contextlib.contextmanager
+def tf32_matmul(allow: bool | None) -> Iterator[None]:
+    """torch's TF32 switch for CUDA matmuls, set for the block and restored after. The
+    legacy flag, the one ``measure`` records: torch refuses a mix of it and the newer
+    ``fp32_precision``."""
+    import torch
+
+    if allow is None:
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def memcpy_gbs(device: Any, mib: int, reps: int) -> tuple[list[float], int]:
@@ -135,3 +158,20 @@ def memcpy_gbs(device: Any, mib: int, reps: int) -> tuple[list[float], int]:
 
     seconds, iters = _timed(device, op, reps)
     return [2.0 * nbytes / s / GB for s in seconds], iters
+
+
+def host_copy_gbs(device: Any, mib: int, reps: int, to_device: bool) -> tuple[list[float], int]:
+    """GB/s of one copy between pinned host memory and ``device`` (a CUDA device), host to
+    device or back: bytes counted once, the way nvbandwidth and bandwidthTest count them."""
+    import torch
+
+    nbytes = mib * MIB
+    host = torch.ones(nbytes, dtype=torch.uint8).pin_memory()
+    gpu = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    src, dst = (host, gpu) if to_device else (gpu, host)
+
+    def op() -> None:
+        dst.copy_(src, non_blocking=True)
+
+    seconds, iters = _timed(device, op, reps)
+    return [nbytes / s / GB for s in seconds], iters

@@ -4,9 +4,11 @@ Each phase runs in a launcher child started through benchmarks.probes.isolated: 
 is the leader of its own process group and the ranks it spawns (torch.multiprocessing) are in
 that group, so on timeout or cancellation one killpg leaves no orphan rank behind, even one
 hung inside a collective. This module is the probe and the launcher; the ranks' measurement
-is in training_ddp, the input pipeline's in training_dataloader, and the samples are made in
-training_samples. torch is imported only inside functions, so importing this module (as the
-idle worker does) stays cheap.
+is in training_ddp (what they train in training_models), the input pipeline's in
+training_dataloader, and the samples are made in training_samples. On NCCL each rank logs
+NCCL's init to a file in the launcher's temp dir, and the launcher reads from those logs the
+transport NCCL really used (benchmarks.parsers.nccl). torch is imported only inside
+functions, so importing this module (as the idle worker does) stays cheap.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ import json
 import os
 import socket
 import tempfile
+from pathlib import Path
 from typing import Any
 
+from benchmarks.parsers import ParseError
+from benchmarks.parsers.nccl import parse_nccl_log
 from benchmarks.probes import isolated
 from benchmarks.probes.base import Probe, ProbeError
+from benchmarks.probes.training_ddp import NCCL_LOG_NAME
 from benchmarks.probes.training_samples import dataloader_samples, distributed_samples
 from benchmarks.sample import Sample
-from contract import metrics
+from contract import metrics, suites
 
 # What runs in the launcher child for each phase.
 PHASES = {"distributed": "benchmarks.probes.training:launch_ranks",
@@ -44,6 +50,8 @@ class TrainingProbe(Probe):
         config: dict[str, Any] = {
             "world_size": int(self.param("training_ranks")),
             "model_mib": int(self.param("model_mib")),
+            "training_model": suites.choice("training_model",
+                                            self.ctx.params.get("training_model", 0)),
             "train_steps": int(self.param("train_steps")),
             "batch": int(self.param("training_batch")),
             "allreduce_max_mib": int(self.param("allreduce_max_mib")),
@@ -94,10 +102,46 @@ def launch_ranks(config: dict[str, Any]) -> dict[str, Any]:
         result_path = os.path.join(tmp, "rank0.json")
         # join=True: if one rank raises, spawn terminates the others and re-raises here
         # (the launcher exits non-zero and the probe reports the traceback's tail).
-        mp.spawn(rank_main, args=(config, result_path), nprocs=local_ranks, join=True)
+        try:
+            mp.spawn(rank_main, args=(config | {"log_dir": tmp}, result_path),
+                     nprocs=local_ranks, join=True)
+        except Exception as exc:
+            # NCCL's warnings went to its log files, not stderr: end the traceback with them.
+            said = nccl_warnings(Path(tmp))
+            if not said:
+                raise
+            raise RuntimeError(f"{exc}\nNCCL's log: {said}") from exc
         with open(result_path) as fh:
             result: dict[str, Any] = json.load(fh)
+        # The ranks have exited: their NCCL logs are complete.
+        result |= transport(result, Path(tmp))
     return result
+
+
+def transport(result: dict[str, Any], log_dir: Path) -> dict[str, Any]:
+    """How this node's ranks exchanged data: NCCL's own account from its logs, or gloo's TCP
+    over the ranks' GLOO_SOCKET_IFNAME (gloo picks the hostname's address without it)."""
+    if result["backend"] != "nccl":
+        ifname = result.get("socket_ifname", {}).get("GLOO_SOCKET_IFNAME", "")
+        return {"transport": "gloo/tcp", "net_device": ifname}
+    text = "".join(p.read_text(errors="replace")
+                   for p in sorted(log_dir.glob(NCCL_LOG_NAME.format(rank="*"))))
+    try:
+        log = parse_nccl_log(text)
+    except ParseError as exc:
+        return {"transport": None, "net_device": "", "transport_unknown": str(exc)}
+    return {"transport": log.transport, "net_device": ",".join(log.net_devices),
+            "nccl": {"version": log.version, "network": log.network, "channels": log.channels,
+                     "gdr": log.gdr, "nvls_channels": log.nvls_channels,
+                     "ib_disabled": log.ib_disabled, "no_ib_device": log.no_ib_device,
+                     "devices": {k: list(v[:16]) for k, v in log.devices.items()}}}
+
+
+def nccl_warnings(log_dir: Path, most: int = 5) -> str:
+    """The last NCCL WARN lines the ranks logged ("" when none)."""
+    lines = [line.strip() for p in sorted(log_dir.glob(NCCL_LOG_NAME.format(rank="*")))
+             for line in p.read_text(errors="replace").splitlines() if "NCCL WARN" in line]
+    return " | ".join(lines[-most:])
 
 
 def free_port() -> int:

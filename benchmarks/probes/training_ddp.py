@@ -2,8 +2,9 @@
 gradient all-reduce (comm share, with gradient accumulation), and the all-reduce bus
 bandwidth curve.
 
-The ranks are spawned by the launcher child (benchmarks.probes.training.launch_ranks);
-torch is imported inside functions, so importing this module stays cheap.
+The ranks are spawned by the launcher child (benchmarks.probes.training.launch_ranks); what
+they train is built by benchmarks.probes.training_models. torch is imported inside
+functions, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ WARMUP_STEPS = 3
 ALLREDUCE_WARMUP = 5  # nccl-tests' default -w: the first calls at a size set up buffers
 ACCUMULATIONS = (1, 4, 8)
 SOCKET_IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+# NCCL's own account of the transport it chose and the devices it used, one file per rank
+# in the launcher's temp dir (benchmarks.parsers.nccl reads them).
+NCCL_LOG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+NCCL_LOG_NAME = "nccl.{rank}.log"
 
 
 def busbw_factor(world_size: int) -> float:
@@ -39,6 +44,11 @@ def message_sizes_mib(max_mib: int) -> list[int]:
     return sizes
 
 
+def nccl_log_env(log_dir: str, rank: int) -> dict[str, str]:
+    """NCCL's INFO lines on its init and network, into this rank's file in ``log_dir``."""
+    return NCCL_LOG_ENV | {"NCCL_DEBUG_FILE": os.path.join(log_dir, NCCL_LOG_NAME.format(rank=rank))}
+
+
 def rank_main(local_rank: int, config: dict[str, Any], result_path: str) -> None:
     """One DDP rank: a top-level function because spawn pickles it by name."""
     import torch
@@ -50,6 +60,8 @@ def rank_main(local_rank: int, config: dict[str, Any], result_path: str) -> None
     cuda = torch.cuda.is_available()
     backend = "nccl" if cuda else "gloo"
     if cuda:
+        if config.get("log_dir"):  # before anything calls NCCL, which reads them once
+            os.environ.update(nccl_log_env(str(config["log_dir"]), rank))
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
     else:
@@ -75,22 +87,6 @@ def rank_main(local_rank: int, config: dict[str, Any], result_path: str) -> None
         dist.barrier()
     finally:
         dist.destroy_process_group()
-
-
-def build_mlp(model_mib: int) -> tuple[Any, int, int]:
-    """An MLP of square Linear layers with about ``model_mib`` MiB of fp32 parameters."""
-    import torch
-
-    params = model_mib * MIB // 4
-    # About 8 layers: deep enough that DDP's bucketed all-reduce can overlap backward.
-    width = max(64, int(math.sqrt(params / 8)) // 64 * 64)
-    layers = max(1, round(params / (width * width + width)))
-    modules: list[torch.nn.Module] = []
-    for i in range(layers):
-        modules.append(torch.nn.Linear(width, width))
-        if i < layers - 1:
-            modules.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*modules), width, layers
 
 
 def measure_distributed(rank: int, world_size: int, device: Any, config: dict[str, Any],
@@ -120,28 +116,32 @@ def measure_ddp(rank: int, world_size: int, device: Any, config: dict[str, Any],
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from benchmarks.nvml import NvmlSampler
+    from benchmarks.probes import training_models
 
     torch.manual_seed(int(config.get("seed", 0)) + rank)
     cuda = device.type == "cuda"
-    model, width, layers = build_mlp(int(config["model_mib"]))
-    model = model.to(device)
-    ddp = DDP(model, device_ids=[device.index] if cuda else None)
-    opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
     batch = int(config["batch"])
-    x = torch.randn(batch, width, device=device)
-    y = torch.randn(batch, width, device=device)
+    work = training_models.build(str(config.get("training_model", "mlp")),
+                                 int(config["model_mib"]), batch, device)
+    ddp = DDP(work.model, device_ids=[device.index] if cuda else None)
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
 
     def micro(step_sync: bool) -> None:
         # no_sync skips the gradient all-reduce; the forward and backward are the same.
         if step_sync:
-            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            work.loss(ddp(work.inputs)).backward()
         else:
             with ddp.no_sync():
-                torch.nn.functional.mse_loss(ddp(x), y).backward()
+                work.loss(ddp(work.inputs)).backward()
 
     def cycle(accum: int, all_local: bool) -> float:
         """One optimizer step over ``accum`` micro-steps; the last syncs unless ``all_local``."""
         sync()
+        # Every rank starts the cycle together, as consecutive training steps do (the last
+        # step's all-reduce lines them up). Without it a synced cycle after an unsynced one
+        # would also time the wait for ranks still finishing that one: on hosts sharing
+        # cores that wait was 100-200 ms a step, none of it communication.
+        dist.barrier()
         start = time.perf_counter()
         for i in range(accum):
             micro(step_sync=(i == accum - 1) and not all_local)
@@ -154,6 +154,7 @@ def measure_ddp(rank: int, world_size: int, device: Any, config: dict[str, Any],
     for _ in range(WARMUP_STEPS):
         cycle(1, all_local=False)
         cycle(1, all_local=True)
+    buckets = training_models.ddp_buckets(ddp)  # as rebuilt after the first synced backward
     # One sampler per host, in its first local rank, over the host's own GPUs.
     sampler = NvmlSampler(period_s=float(config["nvml_period_s"]),
                           devices=list(range(int(config["local_ranks"])))) if samples_gpus else None
@@ -190,9 +191,9 @@ def measure_ddp(rank: int, world_size: int, device: Any, config: dict[str, Any],
     result: dict[str, Any] = {
         "step_ms": accum_out["1"]["sync_ms"], "compute_ms": accum_out["1"]["nosync_ms"],
         "accum": accum_out, "batch_size": batch, "warmup_steps": WARMUP_STEPS,
-        "model_params": sum(p.numel() for p in model.parameters()), "model_layers": layers,
-        "model_width": width, "nvml_period_s": float(config["nvml_period_s"]),
-        "repetitions": int(config["repetitions"]),
+        "model": work.name, "model_params": work.params, "model_shape": work.shape,
+        "gradient_bytes": work.gradient_bytes, **buckets,
+        "nvml_period_s": float(config["nvml_period_s"]), "repetitions": int(config["repetitions"]),
     }
     if sampler is not None:
         result["gpu_utilization"] = asdict(summary) if summary is not None else sampler.skipped

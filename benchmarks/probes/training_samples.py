@@ -17,13 +17,15 @@ def comm_share(step_ms: float, compute_ms: float) -> float:
 def distributed_samples(res: dict[str, Any]) -> list[Sample]:
     meta: dict[str, Any] = {k: res[k] for k in (
         "backend", "world_size", "nnodes", "local_ranks", "requested_ranks", "torch_version",
-        "device", "model_params",
-        "model_layers", "model_width", "batch_size", "warmup_steps") if k in res}
+        "device", "model", "model_params", "model_shape", "gradient_bytes", "ddp_buckets",
+        "batch_size", "warmup_steps") if k in res}
     meta["socket_ifname"] = {k: v for k, v in res.get("socket_ifname", {}).items() if v}
     samples: list[Sample] = []
     step_ms: list[float] = res["step_ms"]
     compute_ms: list[float] = res["compute_ms"]
-    step_meta = dict(meta)
+    # How the gradients were cut for the all-reduce: the sizes DDP's reducer used.
+    step_meta = meta | {k: res[k] for k in (
+        "ddp_bucket_bytes", "ddp_bucket_cap_bytes", "ddp_buckets_unknown") if k in res}
     util = res.get("gpu_utilization")
     if isinstance(util, str):
         step_meta["gpu_utilization"] = util  # the reason it was not measured
@@ -54,6 +56,10 @@ def distributed_samples(res: dict[str, Any]) -> list[Sample]:
         ar_meta = meta | {"curve": table, "repetitions": res["repetitions"],
                           "busbw_factor": busbw_factor(res["world_size"]), "dtype": "float32",
                           "warmup": ALLREDUCE_WARMUP}
+        # What carried the busbw: NCCL's transport from its own log (NET/IB, NET/Socket,
+        # P2P, SHM) and device, or gloo's TCP and interface.
+        ar_meta |= {k: res[k] for k in ("transport", "net_device", "nccl", "transport_unknown")
+                    if k in res}
         peak = max(table, key=lambda row: row["busbw_gbs"])
         samples.append(single("training.allreduce_busbw", peak["busbw_gbs"], res["repetitions"],
                               ar_meta | {"size_mib": peak["size_mib"]}))

@@ -4,7 +4,7 @@ A buyer rents N nodes of one GPU model from one provider in one data centre; suc
 set measured together (one multi-node job, a published profile) is an offer. Its row is
 its latest ranked result, with its slowest link, the all-reduce busbw at the largest
 message, DDP step time and comm share, the whole cluster's monthly price, and what is
-wrong with it (clusters_diagnosis names the slow node or link).
+wrong with it (diagnose names the slow node or link, and RDMA that NCCL did not use).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from config.errors import Invalid
 from contract import metrics
-from jobs.models import ClusterResult, LinkResult
+from jobs.models import ClusterResult, LinkResult, Sample
 from jobs.services import multi_node
 from leaderboard.services.diagnosis import Finding
 
@@ -27,6 +27,10 @@ SLOWEST_LINK = "network.slowest_link"  # not a sample's metric: the cluster's we
 # a link this far under the cluster's median link is the one to test without.
 BUSBW_OF_LINK = 0.9
 SLOW_LINK = 0.8
+# NCCL's transport (benchmarks.parsers.nccl) when it sent between nodes over TCP.
+NCCL_SOCKETS = "NET/Socket"
+# (node name, the active RDMA ports its host listed, the transport its NCCL log named)
+HostTransport = tuple[str, list[str], str | None]
 
 
 class BadClusterFilter(Invalid, ValueError):
@@ -118,7 +122,37 @@ def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
                    "carries": f"{carries:.3g}"},
                 _("check NCCL's transport (NCCL_DEBUG=INFO: socket vs IB/RoCE), NCCL_SOCKET_IFNAME "
                   "and the number of sockets per thread")))
+    unused = rdma_unused(transports(result.job_id))
+    if unused is not None:
+        findings.append(unused)
     return findings
+
+
+def transports(job_id: int) -> list[HostTransport]:
+    """Each node's side of a job: the active RDMA ports its host's inventory listed when it
+    ran (fleet inventory ``rdma.active_ports``) and the transport its NCCL log named (the
+    busbw sample's ``transport``). Host-reported, so read defensively."""
+    rows = (Sample.objects.filter(run__job_id=job_id, metric="training.allreduce_busbw_largest")
+            .values_list("run__node__name", "run__inventory__rdma__active_ports",
+                         "metadata__transport"))
+    return [(name, [str(p) for p in ports] if isinstance(ports, list) else [],
+             transport if isinstance(transport, str) else None)
+            for name, ports, transport in rows]
+
+
+def rdma_unused(hosts: list[HostTransport]) -> Finding | None:
+    """Nodes whose hosts show active RDMA ports (InfiniBand or RoCE) while NCCL sent between
+    the nodes over TCP sockets: the RDMA network the provider offers did not carry the job."""
+    named = sorted(name for name, ports, transport in hosts
+                   if ports and transport == NCCL_SOCKETS)
+    if not named:
+        return None
+    return Finding("rdma-unused",
+                   _("%(nodes)s: the host shows active RDMA ports, but NCCL sent between the "
+                     "nodes over TCP sockets (NET/Socket)") % {"nodes": ", ".join(named)},
+                   _("ask the provider why NCCL cannot use RDMA there: NCCL_IB_DISABLE must be "
+                     "unset or 0, the container needs /dev/infiniband and rdma-core "
+                     "(libibverbs), and NCCL_IB_HCA must name the active ports"))
 
 
 def link_findings(links: list[LinkResult]) -> list[Finding]:

@@ -21,8 +21,8 @@ from config.errors import Invalid
 from fleet.models import Node
 from jobs.models import ClusterResult, Sample
 from jobs.services.consistency import BUSBW_SLACK
-from leaderboard.models import LatestResult
 from leaderboard.charts import number
+from leaderboard.models import LatestResult
 from leaderboard.services import clusters, estimate
 from leaderboard.services.estimate import Estimate, Measured, Workload
 from leaderboard.services.ranking import Filters, node_values, profile_for
@@ -280,7 +280,7 @@ def summary(e: Estimate) -> str:
     if e.what_ifs:
         name, best = min(e.what_ifs.items(), key=lambda kv: kv[1].hours)
         if best.hours < e.hours * 0.95:
-            text += "; " + _("%(what)s would cut the job from %(before)s h to %(after)s h") % {
+            text += _("; ") + _("%(what)s would cut the job from %(before)s h to %(after)s h") % {
                 "what": what_if_label(name), "before": number(e.hours), "after": number(best.hours)}
     return text
 

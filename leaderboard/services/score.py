@@ -63,8 +63,8 @@ PARTS = [
          gettext_noop("GPU busy for at least 80%, over the training window"),
          gettext_noop("GPU utilisation")),
     Part("stability", (STABILITY,), 0.8, True,
-         gettext_noop("the worst hour of the day within 80% of the best, across the "
-                      "platform's re-tests"),
+         gettext_noop("the worst hour of the day at no less than four fifths of the best, "
+                      "across the platform's re-tests"),
          gettext_noop("Stability over the day")),
 ]
 

@@ -111,3 +111,28 @@ def test_real_host_without_gpu_says_so() -> None:
     assert sampler.skipped == NO_GPU
     sampler.start()
     assert sampler.stop() is None
+
+
+class LostNvml(FakeNvml):
+    """Device 1 has fallen off the bus: NVML refuses its utilisation."""
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> Rates:  # noqa: N802
+        if handle == 1:
+            raise RuntimeError("GPU is lost")
+        return super().nvmlDeviceGetUtilizationRates(handle)
+
+
+def test_a_tick_nvml_refuses_is_left_out_with_its_reason() -> None:
+    sampler = NvmlSampler(nvml=LostNvml([[90], [10]], power_mw=[300_000, 100_000]))
+    sampler.sample_once()
+    sampler.sample_once()
+    summary = sampler.summary()
+    assert summary is not None and summary.samples == 2  # device 0's two ticks only
+    assert summary.util_mean == 90.0  # not (90 + 0) / 2: no 0 stands in for the lost board
+    assert sampler.unknown == {"util_percent": "GPU is lost"}
+
+
+def test_a_window_without_any_utilisation_says_why() -> None:
+    sampler = NvmlSampler(period_s=60.0, devices=[1], nvml=LostNvml([[90], [10]]))
+    assert sampler.stop() is None
+    assert sampler.skipped == "skipped: NVML gave no utilisation (GPU is lost)"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import requests
+import torch
 
 from contract.metrics import METRICS
 from tests.e2e.test_network_benchmark import wait_job
@@ -37,5 +38,8 @@ def test_the_quick_full_suite_reports_every_probe(live_server: Any, buyer: Any, 
     print(f"\nquick full suite: {elapsed:.0f} s, {len(run['samples'])} samples")
     assert set(METRICS) - NOT_HERE - reported == set()
     gpu = next(s for s in run["samples"] if s["metric"] == "gpu.matmul_tflops_fp32")
-    assert gpu["metadata"]["gpu"] == "skipped: no NVIDIA GPU"
+    if torch.cuda.is_available():  # measured on the GPU, which the sample names
+        assert gpu["metadata"]["device"] == "cuda" and gpu["metadata"]["device_name"]
+    else:  # measured on the CPU, and the sample says why
+        assert gpu["metadata"]["gpu"] == "skipped: no NVIDIA GPU"
     assert run["node"]["name"] == "hz-1"

@@ -62,7 +62,7 @@ def test_the_evening_slowdown_is_named_with_its_hours_and_a_steady_link_is_stabl
         made = [Retest.objects.create(node=n, due_at=now) for n in nodes.values()]
         assert retests.tick(now).submitted == 2
         jobs = [Retest.objects.get(pk=r.pk).job_id for r in made]
-        wait_for(lambda: not Run.objects.filter(job_id__in=jobs).exclude(
+        wait_for(lambda jobs=jobs: not Run.objects.filter(job_id__in=jobs).exclude(
             status__in=Run.FINISHED).exists(), 180, f"the re-tests at {hour}:20", interval=0.5)
         assert retests.tick(now + timedelta(minutes=2)).done == 2, [
             (r.status, r.reason) for r in Retest.objects.filter(pk__in=[m.pk for m in made])]

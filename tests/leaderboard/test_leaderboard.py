@@ -52,7 +52,10 @@ def test_a_region_filter_takes_a_province_or_a_city(nodes: Any, buyer: Any) -> N
     assert names(client.get("/api/v1/leaderboard?evidence=any&region=zhejiang").json()) == ["hz-2", "hz-1"]
     assert names(client.get("/api/v1/leaderboard?evidence=any&region=shenzhen").json()) == ["sz-1"]
     assert names(client.get("/api/v1/leaderboard?evidence=any&provider_kind=cloud").json()) == []
-    assert names(client.get("/api/v1/leaderboard?evidence=any&gpu_model=none").json()) == []
+    # Enrolled from an inventory without a GPU: "none", as the filter's documentation says.
+    assert names(client.get("/api/v1/leaderboard?evidence=any&gpu_model=none").json()) == [
+        "hz-2", "sz-1", "hz-1"]
+    assert names(client.get("/api/v1/leaderboard?evidence=any&gpu_model=A100").json()) == []
 
 
 def test_old_results_are_marked_stale(nodes: Any, buyer: Any, settings: Any) -> None:

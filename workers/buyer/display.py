@@ -77,7 +77,10 @@ def headers() -> dict[str, str]:
     return {"node": _("node"), "metric": _("metric"), "value": _("value"), "unit": _("unit"),
             "n": _("n"), "peer": _("peer"), "status": _("status"), "progress": _("progress"),
             "error": _("error"), "rank": _("rank"), "provider": _("provider"),
-            "region": _("region"), "score": _("score"), "stale": _("stale"), "winner": _("winner")}
+            "region": _("region"), "score": _("score"), "stale": _("stale"), "winner": _("winner"),
+            "candidate": _("candidate"), "step_s": _("step (s)"), "hours": _("hours"),
+            "cost_cny": _("cost (CNY)"), "bottleneck": _("bottleneck"), "notes": _("notes"),
+            "reason": _("reason")}
 
 
 def cell(value: Any) -> str:

@@ -82,3 +82,12 @@ def doctor(config_path: Path) -> list[Check]:
         checks.append(Check("broker with node credentials", False, str(exc)[:200],
                             "check the broker address and that the node was not revoked"))
     return checks
+
+
+def gpu_check() -> int:
+    """`benchctl doctor --gpu`: the report of `make gpu-check` (benchmarks.gpu_check), printed;
+    1 when a figure is low, the board has a fault or a part failed, 0 otherwise and without
+    a GPU (it says so)."""
+    from benchmarks import gpu_check as check
+
+    return check.main([])

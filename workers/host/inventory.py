@@ -1,4 +1,5 @@
-"""What this host is: CPU, memory, kernel, tool and library versions, GPUs through NVML.
+"""What this host is: CPU, memory, kernel, tool and library versions, GPUs through NVML,
+RDMA devices (InfiniBand, RoCE) and GPUDirect RDMA support.
 
 Stored with every result so that two numbers are only compared when measured alike.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import nvml, runner
+from benchmarks.parsers import rdma as rdma_parser
 
 TOOL_VERSION_ARGS = {"ping": ["-V"], "iperf3": ["--version"], "fio": ["--version"],
                      "tracepath": ["-V"]}
@@ -88,6 +90,18 @@ def gpus() -> dict[str, Any]:
     return nvml.inventory()
 
 
+def rdma(root: Path = Path("/")) -> dict[str, Any]:
+    """RDMA devices and their ports from /sys, with ``rdma link`` where iproute2 has it."""
+    text: str | None = None
+    if shutil.which("rdma") is not None:
+        try:
+            out = runner.run(["rdma", "link", "show"], timeout=5)
+            text = out.stdout + out.stderr
+        except (runner.CommandTimeout, runner.CommandNotFound) as exc:
+            text = f"rdma link show: {exc}"
+    return rdma_parser.inventory(root, text)
+
+
 @lru_cache(maxsize=1)
 def collect() -> dict[str, Any]:
     return {
@@ -101,4 +115,5 @@ def collect() -> dict[str, Any]:
         "nics": nics(),
         "disks": disks(),
         "gpu": gpus(),
+        "rdma": rdma(),
     }

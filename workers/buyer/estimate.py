@@ -1,0 +1,160 @@
+"""benchctl estimate: what a buyer's own training job would take and cost on each candidate.
+
+The platform does the arithmetic (POST /api/v1/estimates; the model is
+leaderboard/services/estimate.py) from each candidate's board figures. This module turns the
+command line into the request, and the answer into rows: for people, the ranked candidates
+with the bottleneck in a sentence of their own language and marks on figures that are a CPU's
+or missing, then the skipped candidates with their reason; for machines, the raw numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from workers.buyer import display
+from workers.errors import CliError
+from workers.i18n import _, gettext_noop
+
+if TYPE_CHECKING:
+    from workers.buyer.client import Client
+
+PATH = "/api/v1/estimates"
+RANK_BY = {"cost": gettext_noop("cost"), "time": gettext_noop("time")}
+PARTS = {"compute": gettext_noop("compute"), "sync": gettext_noop("gradient sync"),
+         "input": gettext_noop("input stall"), "checkpoint": gettext_noop("checkpoint writes")}
+# A what-if that leaves the job more than this share of its hours is not worth a sentence
+# (the platform's own summary draws the same line).
+WORTH_NAMING = 0.95
+
+
+# --- the request ---------------------------------------------------------------------------
+
+def body(args: argparse.Namespace) -> dict[str, Any]:
+    """The request for the parsed command line; CliError names the flag to fix."""
+    picked = {"nodes": ids("--candidate-nodes", args.candidate_nodes),
+              "clusters": ids("--clusters", args.clusters)}
+    filters = {"region": args.region, "provider": args.provider, "gpu_model": args.gpu_model,
+               "max_price": args.max_price}
+    if any(picked.values()) and any(v is not None for v in filters.values()):
+        # The platform would estimate the ids and drop the filters without a word.
+        raise CliError(_("--candidate-nodes and --clusters name the candidates, --region, "
+                         "--provider, --gpu-model and --max-price pick them from the board: "
+                         "give one or the other"))
+    return {"workload": workload(args), "rank_by": args.rank_by,
+            **{k: v for k, v in picked.items() if v},
+            **{k: v for k, v in filters.items() if v is not None}}
+
+
+def workload(args: argparse.Namespace) -> dict[str, Any]:
+    explicit = {"params": args.params, "train_flops_per_sample": args.flops_per_sample,
+                "global_batch": args.global_batch}
+    if not args.preset and any(v is None for v in explicit.values()):
+        raise CliError(_("say what the job trains: --preset NAME (e.g. gpt2-medium), or all of "
+                         "--params, --flops-per-sample and --global-batch"))
+    if (args.checkpoint_gb is None) != (args.checkpoint_every is None):
+        raise CliError(_("--checkpoint-gb and --checkpoint-every go together: the size of one "
+                         "checkpoint and the steps between two"))
+    given = {"preset": args.preset, **explicit, "steps": args.steps, "nodes": args.nodes,
+             "gpus_per_node": args.gpus_per_node, "accumulation": args.accumulation,
+             "precision": args.precision, "checkpoint_gb": args.checkpoint_gb,
+             "checkpoint_interval": args.checkpoint_every}
+    if args.small_files:
+        given["packed"] = False
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def ids(flag: str, text: str | None) -> list[int]:
+    """"3,4" or "3 4" -> [3, 4]."""
+    try:
+        return [int(n) for n in (text or "").replace(",", " ").split()]
+    except ValueError:
+        raise CliError(_("{flag} {value}: write ids, e.g. {flag} 3,4").format(
+            flag=flag, value=repr(text))) from None
+
+
+def ask(client: Client, request: dict[str, Any]) -> dict[str, Any]:
+    page: dict[str, Any] = client.call("POST", PATH, json=request)
+    return page
+
+
+# --- the answer ----------------------------------------------------------------------------
+
+def title(page: dict[str, Any]) -> str:
+    w = page["workload"]
+    return _("{workload}: {steps} steps on {nodes} node(s) with {gpus} GPU(s) each, ranked by "
+             "{order}").format(workload=w["name"], steps=display.number(w["steps"]),
+                               nodes=w["nodes"], gpus=w["gpus_per_node"],
+                               order=_(RANK_BY.get(page["rank_by"], page["rank_by"])))
+
+
+def ranked_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The estimated candidates, best first, as a person reads them."""
+    return [{"rank": c["rank"], "candidate": c["name"], "provider": c["provider"],
+             "region": c["region"], "step_s": c["estimate"]["step_s"],
+             "hours": c["estimate"]["hours"], "cost_cny": c["estimate"]["cost_cny"],
+             "bottleneck": summary(c["estimate"]), "notes": notes(c)}
+            for c in page["results"] if c["estimate"] is not None]
+
+
+def skipped_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"candidate": c["name"], "provider": c["provider"], "region": c["region"],
+             "reason": c["skipped"]} for c in page["results"] if c["estimate"] is None]
+
+
+def rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every candidate with the raw numbers (JSON, CSV): the skipped ones with empty figures."""
+    out = []
+    for c in page["results"]:
+        e = c["estimate"] or {}
+        parts = e.get("parts_s") or {}
+        out.append({"rank": c["rank"], "kind": c["kind"], "id": c["id"], "name": c["name"],
+                    "provider": c["provider"], "region": c["region"],
+                    "nodes": ",".join(n["name"] for n in c["nodes"]),
+                    "price_cny_month": c["price_cny_month"], "step_s": e.get("step_s"),
+                    **{f"{part}_s": parts.get(part) for part in PARTS},
+                    "hours": e.get("hours"), "cost_cny": e.get("cost_cny"),
+                    "bottleneck": e.get("bottleneck"), "summary": summary(e) if e else "",
+                    "on_cpu": c["on_cpu"], "unmeasured": ",".join(e.get("unmeasured", [])),
+                    "skipped": c["skipped"]})
+    return out
+
+
+def summary(e: dict[str, Any]) -> str:
+    """The bottleneck in a sentence, with the what-if that shortens the job most:
+    "gradient sync: 91% of the step; a 10 GbE link would cut the job from 135.3 h to 18.84 h".
+    Written here, not taken from the answer's summary: that one is in the platform's language."""
+    part = e["bottleneck"]
+    if not part:
+        return _("compute bounds the step: nothing else to wait for")
+    text = _("{part}: {share} of the step").format(part=_(PARTS.get(part, part)),
+                                                   share=f"{e['shares'][part]:.0%}")
+    best = min(e["what_ifs"], key=lambda w: w["hours"], default=None)
+    if best is not None and best["hours"] < e["hours"] * WORTH_NAMING:
+        text += _("; ") + _("{what} would cut the job from {before} h to {after} h").format(
+            what=what_if(best["name"]), before=display.number(e["hours"]),
+            after=display.number(best["hours"]))
+    return text
+
+
+def what_if(name: str) -> str:
+    if name == "accumulation_x4":
+        return _("4x gradient accumulation")
+    if name == "packed":
+        return _("packed data")
+    if name.startswith("link_") and name.endswith("gbe"):
+        return _("a {rate} GbE link").format(rate=name.removeprefix("link_").removesuffix("gbe"))
+    return name
+
+
+def notes(c: dict[str, Any]) -> str:
+    """What a figure in the row stands on that a buyer should know before trusting it."""
+    found = []
+    if c["on_cpu"]:
+        found.append(_("compute is a CPU's figure"))
+    if c["estimate"]["unmeasured"]:
+        found.append(_("not measured, counted as 0: {parts}").format(parts=_(", ").join(
+            _(PARTS.get(p, p)) for p in c["estimate"]["unmeasured"])))
+    if c["estimate"]["cost_cny"] is None:
+        found.append(_("no price"))
+    return _("; ").join(found)
