@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -25,7 +24,7 @@ from leaderboard.charts import number
 from leaderboard.models import LatestResult
 from leaderboard.services import clusters, estimate
 from leaderboard.services.estimate import Estimate, Measured, Workload
-from leaderboard.services.ranking import Filters, node_values, profile_for
+from leaderboard.services.ranking import Filters, filtered, node_values, profile_for
 
 RANK_BY = ("cost", "time")
 MAX_CANDIDATES = 50
@@ -141,18 +140,13 @@ def picked_clusters(workload: Workload, selection: Selection) -> list[Candidate]
 
 def board_candidates(workload: Workload, selection: Selection) -> list[Candidate]:
     if workload.nodes == 1:
-        profile = selection.profile or profile_for(Filters(metric=MATMUL[workload.precision]))
-        nodes = (Node.objects.filter(status=Node.Status.ACTIVE, latest_results__metric=MATMUL[
-            workload.precision], latest_results__profile=profile)
-            .select_related("provider", "region").distinct())
-        nodes = nodes.filter(place(selection, "region__code", "region__province"))
-        if selection.provider:
-            nodes = nodes.filter(provider__name__iexact=selection.provider)
-        if selection.gpu_model:
-            nodes = nodes.filter(gpu_model__iexact=selection.gpu_model)
-        if selection.max_price is not None:
-            nodes = nodes.filter(monthly_price_cny__lte=selection.max_price)
-        return [node_candidate(n, profile) for n in nodes.order_by("name")[:MAX_CANDIDATES]]
+        # The board's own filters over the nodes with a matmul figure at the job's precision.
+        filters = Filters(metric=MATMUL[workload.precision], region=selection.region,
+                          provider=selection.provider, gpu_model=selection.gpu_model,
+                          max_price=selection.max_price, evidence="any")
+        profile = selection.profile or profile_for(filters)
+        rows = filtered(filters, profile).order_by("node__name")[:MAX_CANDIDATES]
+        return [node_candidate(row.node, profile) for row in rows]
     out = []
     for _section, entries in clusters.board(size=workload.nodes, gpu_model=selection.gpu_model or None,
                                      region=selection.region, profile=selection.profile):
@@ -165,12 +159,6 @@ def board_candidates(workload: Workload, selection: Selection) -> list[Candidate
                 continue
             out.append(cluster_candidate(e.result))
     return out[:MAX_CANDIDATES]
-
-
-def place(selection: Selection, code: str, province: str) -> Q:
-    if not selection.region:
-        return Q()
-    return Q(**{f"{code}__iexact": selection.region}) | Q(**{f"{province}__iexact": selection.region})
 
 
 def node_candidate(node: Node, profile: str) -> Candidate:
