@@ -20,6 +20,7 @@ def pages(named: bool) -> list[URLPattern]:
     return [
         page("", web.leaderboard_page, "leaderboard-page"),
         page("compare/", web.compare_page, "compare-page"),
+        page("estimate/", web.estimate_page, "estimate-page"),
         page("nodes/<int:node_id>/", web.node_page, "node-page"),
         page("providers/<int:provider_id>/", web.provider_page, "provider-page"),
         page("jobs/<int:job_id>/", web.job_page, "job-page"),

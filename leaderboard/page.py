@@ -23,7 +23,7 @@ from certification.services.criteria import TIER_ORDER
 from contract import link_classes, metrics
 from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult
-from leaderboard import charts, words
+from leaderboard import charts, stability_page, words
 from leaderboard.models import LatestResult
 from leaderboard.services import clusters, diagnosis, links, score
 from leaderboard.services.ranking import (
@@ -114,7 +114,8 @@ def newest_valid(node_ids: Iterable[int] | None = None, limit: int = 500) -> dic
 def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
                 metric: metrics.Metric) -> dict[str, Any]:
     """The board's columns (with data, the ranked metric first), each row's cells with the
-    column winners marked, and the ranked metric's p5-p95 spread as a bar on one scale."""
+    column winners marked, the ranked metric's p5-p95 spread as a bar on one scale, and its
+    stability across the platform's re-tests (a column only once a row has re-tests)."""
     names = [metric.name] + [m for m in COLUMN_METRICS if m != metric.name]
     cells = {m: [values.get(e.row.node_id, {}).get(m) for e in board] for m in names}
     cells[metric.name] = [e.row.value for e in board]
@@ -124,6 +125,7 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
     tiers = newest_valid(e.row.node_id for e in board)
     prices = [e.price_per_score for e in board]
     cheapest = best_of(prices, higher=False)
+    marks = stability_page.board_marks(board)  # the ranked figure across re-tests
     rows = []
     for i, e in enumerate(board):
         low, high = e.row.p5, e.row.p95
@@ -133,12 +135,12 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
             "spread": None if low is None or high is None else {
                 "left": 100 * low / top, "width": max(1.0, 100 * (high - low) / top),
                 "mark": 100 * e.row.value / top, "text": f"{figure(low)}–{figure(high)}"},
-            "price_best": i in cheapest,
+            "price_best": i in cheapest, "stability": marks[i],
         })
     return {"columns": [column(m) for m in shown], "table": rows,
             "has_gpu": any(e.row.node.gpu_model for e in board),
             "has_price": any(e.row.node.monthly_price_cny for e in board),
-            "has_tier": bool(tiers)}
+            "has_tier": bool(tiers), "has_stability": stability_page.shown(marks)}
 
 
 def ranking_chart(board: list[Entry], metric: metrics.Metric) -> str:

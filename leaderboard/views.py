@@ -1,11 +1,13 @@
-"""Server-rendered pages: the leaderboard, the compare page, a node, a provider, a job's
-progress and results, the certification profiles. Thin: the figures come from the ranking,
-link and cluster services, the shapes on screen from leaderboard.page."""
+"""Server-rendered pages: the leaderboard, the compare page, a workload's estimate, a node, a
+provider, a job's progress and results, the certification profiles. Thin: the figures come
+from the ranking, link, cluster and estimate services, the shapes on screen from
+leaderboard.page and leaderboard.estimate_page."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -15,7 +17,8 @@ from certification.models import Certificate, CertificationProfile
 from contract import metrics
 from fleet.models import Node, Provider, Region
 from jobs.models import BenchmarkJob
-from leaderboard import page, words
+from leaderboard import estimate_page as estimates
+from leaderboard import page, stability_page, words
 from leaderboard.models import LatestResult
 from leaderboard.services import clusters, diagnosis, links, score
 from leaderboard.services.ranking import (
@@ -57,7 +60,8 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "regions": Region.objects.order_by("province", "city"),
         "provinces": sorted(set(Region.objects.values_list("province", flat=True))),
         "providers": Provider.objects.order_by("name"),
-        "gpu_models": sorted(set(Node.objects.exclude(gpu_model="").values_list("gpu_model", flat=True))),
+        "gpu_models": sorted(set(Node.objects.exclude(gpu_model__in=("", "none"))  # none: no GPU
+                                 .values_list("gpu_model", flat=True))),
         "ranking_chart": page.ranking_chart(board, metric),
         "region_chart": page.group_chart([g for g in region_groups if g.kind == "province"], metric),
         "city_chart": page.group_chart([g for g in region_groups if g.kind == "city"], metric),
@@ -67,6 +71,27 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         # Every measured pair (the latest ranked test of each), up to MAX_MATRIX_NODES nodes.
         "link_chart": page.link_chart(board_links),
         "link_findings": clusters.link_findings(board_links),
+        "job_form": estimates.form(request.GET),
+        "stability_days": settings.STABILITY_WINDOW_DAYS,
+    }, status=400 if problem else 200)
+
+
+def estimate_page(request: HttpRequest) -> HttpResponse:
+    """A buyer's own training job on every candidate of the board, cheapest or quickest
+    first; the candidates without the figures it needs listed apart, with the reason."""
+    problem, job, found = "", None, []
+    try:
+        job = estimates.job_from_query(request.GET, regions=estimates.region_choices())
+        found = estimates.ranked(job)
+    except estimates.BadJob as exc:
+        problem = exc.message
+    return render(request, "leaderboard/estimate.html", {
+        "problem": problem, "job": job, "rows": [r for r in found if r.rank],
+        "skipped": [r for r in found if not r.rank],
+        "facts": estimates.workload_facts(job.workload, job.rank_by) if job else [],
+        "job_form": estimates.form(request.GET),
+        "regions": Region.objects.order_by("province", "city"),
+        "provinces": sorted(set(Region.objects.values_list("province", flat=True))),
     }, status=400 if problem else 200)
 
 
@@ -79,8 +104,21 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     if not problem and len(candidates) < len(node_ids) + len(cluster_ids):
         problem, status = _("Some of these nodes or clusters do not exist (or are no longer listed)."), 404
     comparison = page.comparison(candidates) if candidates and not problem else None
+    # With a preset and steps, the buyer's own job estimated on each candidate as well.
+    job_rows, job_problem = None, ""
+    if comparison and estimates.wants_estimate(request.GET):
+        try:
+            job = estimates.compare_job(request.GET, [len(c.members) for c in candidates
+                                                      if c.kind == "cluster"])
+            job_rows = estimates.compare_rows(job, node_ids, cluster_ids,
+                                              [(c.kind, c.pk) for c in candidates])
+        except estimates.BadJob as exc:
+            job_problem, status = exc.message, 400
     return render(request, "leaderboard/compare.html", {
         "candidates": candidates, "comparison": comparison, "problem": problem,
+        "estimate": job_rows, "estimate_problem": job_problem,
+        "job_form": estimates.form(request.GET, nodes_key="job_nodes"),
+        "node_ids": ",".join(map(str, node_ids)), "cluster_ids": ",".join(map(str, cluster_ids)),
     }, status=status)
 
 
@@ -88,15 +126,21 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
     profile = request.GET.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
     # A node's own page judges every figure it has, each marked with its evidence below.
-    values = node_values([node.pk], profile, "any").get(node.pk, {})
+    values = dict(node_values([node.pk], profile, "any").get(node.pk, {}))
     latest = LatestResult.objects.filter(node=node, profile=profile,
                                          evidence=LatestResult.ANY).order_by("metric")
     certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
     near = links.neighbourhood(node.pk)
+    stable = stability_page.node_section(node)
+    findings = diagnosis.diagnose(values) + stability_page.findings(stable)
+    # Scored as the board scores it; unweighted (the default), its row reads "not measured"
+    # with no figure beside it rather than a figure it does not count.
+    if stable["score_figure"] is not None and score.weights().get("stability", 0) > 0:
+        values[score.STABILITY] = stable["score_figure"]
     return render(request, "leaderboard/node.html", {
         "node": node, "profile": profile, "latest": page.metric_rows(latest),
         "histories": page.histories(node), "score": score.score(values),
-        "score_parts": page.score_parts(values), "findings": diagnosis.diagnose(values),
+        "score_parts": page.score_parts(values), "findings": findings, "stability": stable,
         "certificate": certificate, "inventory": page.inventory(node.inventory),
         "link_chart": page.link_chart(near), "link_findings": clusters.link_findings(near),
     })

@@ -105,7 +105,7 @@ def finding(metric: str, s: Stability) -> Finding | None:
         between = s.value_spread or 1.0
         verdict = _("%(what)s varies %(amount)s between re-tests") % {
             "what": _(label), "amount": f"{between:.0f}x" if between >= 2 else f"{s.cv or 0:.0%}"}
-    verdict += ": " + (_("likely shared or network storage") if storage
+    verdict += _(": ") + (_("likely shared or network storage") if storage
                        else _("likely shared bandwidth"))
     advice = (_("ask the provider whether the disk is local and dedicated; keep hot data on "
                 "local NVMe or tmpfs") if storage else

@@ -19,9 +19,10 @@ from django.utils import timezone
 from certification.models import Certificate
 from fleet.models import Node
 from jobs.models import ClusterResult
-from jobs.services import submission
+from jobs.services import retests, submission
 from lab.procs import REPO
 from tests.fixtures import measured
+from tests.jobs.test_retests import week
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = REPO / "var" / "test-output" / "screenshots"
@@ -44,7 +45,7 @@ ALLOWED = {
 
 
 @pytest.fixture
-def board(buyer: Any, enrol_node: Any, shenzhen: Any) -> dict[str, Any]:
+def board(buyer: Any, enrol_node: Any, shenzhen: Any, settings: Any) -> dict[str, Any]:
     hz1, hz2, sz1 = enrol_node("hz-1"), enrol_node("hz-2"), enrol_node("sz-1", region=shenzhen)
     for node, gbps, rtt, loader in ((hz1, 9.4, 1.2, 52_000.0), (hz2, 0.9, 3.5, 52_000.0),
                                     (sz1, 0.19, 12.5, 8_000.0)):
@@ -59,6 +60,15 @@ def board(buyer: Any, enrol_node: Any, shenzhen: Any) -> dict[str, Any]:
     Certificate.objects.create(node=hz1.node, profile="single-node-training", profile_version=2,
                                tier="silver", document={}, signature="-", issued_at=now,
                                expires_at=now + timedelta(days=30))
+    # The platform's re-tests (tests/jobs/test_retests.py): hz-1's bandwidth is shared, slow
+    # from 20:00; hz-2's is its own; sz-1's provider has paused them for maintenance.
+    settings.RETEST_PER_DAY = 0  # only these
+    Node.objects.filter(pk__in=[hz1.node.pk, hz2.node.pk]).update(last_seen_at=now)
+    clock = timezone.localtime(now - timedelta(days=6)).replace(hour=0, minute=0, second=0,
+                                                                 microsecond=0)
+    week(hz1, clock, lambda h: 3.0 if h >= 20 else 9.4)
+    week(hz2, clock, lambda h: 0.9 + 0.005 * (h % 3))
+    retests.pause(sz1.node, 4, "switch firmware", None)
     return {"hz-1": hz1, "hz-2": hz2, "sz-1": sz1}
 
 
@@ -116,6 +126,9 @@ def english_words(tab: Any) -> set[str]:
 def pages(live_server: Any, board: dict[str, Any], job_id: int) -> dict[str, str]:
     hz1, hz2, sz1 = (board[n].node for n in ("hz-1", "hz-2", "sz-1"))
     return {"leaderboard": "/?evidence=any", "compare": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}",
+            "estimate": "/estimate/?preset=resnet50&steps=1000&rank_by=time",
+            # The estimate rows: these nodes have no matmul figure, so each says why.
+            "compare-estimate": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}&preset=resnet50&steps=1000",
             "node": f"/nodes/{hz1.pk}/", "provider": f"/providers/{hz1.provider_id}/",
             "certification": "/certification/", "job": f"/jobs/{job_id}/",
             "login": "/accounts/login/", "not-found": "/nodes/999999/"}
