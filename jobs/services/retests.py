@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from config.errors import DomainError
@@ -68,11 +69,13 @@ def plan(now: datetime, rng: random.Random | None = None) -> int:
     local = timezone.localtime(now)
     days = [local.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=d)
             for d in (0, 1)]
+    # One query for the days already planned, whatever the size of the fleet.
+    planned = set(Retest.objects.filter(due_at__gte=days[0], due_at__lt=days[-1] + timedelta(days=1))
+                  .annotate(day=TruncDate("due_at")).values_list("node_id", "day").distinct())
     created = []
     for node_id in Node.objects.filter(status=Node.Status.ACTIVE).values_list("pk", flat=True):
         for day in days:
-            if Retest.objects.filter(node_id=node_id, due_at__gte=day,
-                                     due_at__lt=day + timedelta(days=1)).exists():
+            if (node_id, day.date()) in planned:
                 continue
             for hour in sorted(rng.sample(range(24), min(per_day, 24))):
                 due = day + timedelta(hours=hour, minutes=rng.randrange(60),
