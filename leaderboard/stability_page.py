@@ -132,16 +132,13 @@ def node_section(node: Node, now: datetime | None = None) -> dict[str, Any]:
     """The node's cards (the watched figures it has re-tests of), its pauses in the window
     and the one in force now, and the diagnosis sentences for the page's findings."""
     now = now or timezone.now()
-    found = stability_board.figures([node.pk], stability_board.WATCHED, now)[node.pk]
-    start, _end = stability_board.window(now)
-    pauses = [{"start": p.start, "end": p.end, "now": p.start <= now < p.end,
+    found = stability_board.of_node(node.pk, now)
+    pauses = [{"start": p.start, "end": p.end, "now": p is found.paused_now,
                "hours": charts.number(round((p.end - p.start).total_seconds() / 3600, 1)),
-               "reason": p.reason}
-              for p in RetestPause.objects.filter(node=node, end__gt=start).order_by("-start")]
-    return {"cards": [card(m, s) for m, s in found.items() if re_tested(s)],
+               "reason": p.reason} for p in found.pauses]
+    return {"cards": [card(m, s) for m, s in found.figures.items() if re_tested(s)],
             "pauses": pauses, "paused_now": next((p for p in pauses if p["now"]), None),
-            "days": settings.STABILITY_WINDOW_DAYS, "zone": zone(now),
-            "score_figure": stability_board.score_figure(found)}
+            "days": settings.STABILITY_WINDOW_DAYS, "zone": zone(now), "figures": found.figures}
 
 
 def zone(now: datetime) -> str:

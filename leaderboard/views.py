@@ -20,7 +20,7 @@ from jobs.models import BenchmarkJob
 from leaderboard import estimate_page as estimates
 from leaderboard import page, stability_page, words
 from leaderboard.models import LatestResult
-from leaderboard.services import clusters, diagnosis, links, score
+from leaderboard.services import clusters, diagnosis, links, score, stability_board
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
     BadFilter,
@@ -126,7 +126,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
     profile = request.GET.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
     # A node's own page judges every figure it has, each marked with its evidence below.
-    values = dict(node_values([node.pk], profile, "any").get(node.pk, {}))
+    values = node_values([node.pk], profile, "any").get(node.pk, {})
     latest = LatestResult.objects.filter(node=node, profile=profile,
                                          evidence=LatestResult.ANY).order_by("metric")
     certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
@@ -135,8 +135,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     findings = diagnosis.diagnose(values) + stability_page.findings(stable)
     # Scored as the board scores it; unweighted (the default), its row reads "not measured"
     # with no figure beside it rather than a figure it does not count.
-    if stable["score_figure"] is not None and score.weights().get("stability", 0) > 0:
-        values[score.STABILITY] = stable["score_figure"]
+    values = stability_board.scored(values, stable["figures"])
     return render(request, "leaderboard/node.html", {
         "node": node, "profile": profile, "latest": page.metric_rows(latest),
         "histories": page.histories(node), "score": score.score(values),

@@ -29,7 +29,7 @@ from api.serializers import (
 from config.errors import Invalid
 from fleet.models import Node
 from leaderboard.models import LatestResult
-from leaderboard.services import diagnosis, score
+from leaderboard.services import diagnosis, score, stability_board
 from leaderboard.services.ranking import (
     DEFAULT_METRIC,
     HISTORY_MAX_PAGE,
@@ -184,7 +184,9 @@ class NodeReportView(APIView):
         profile = request.query_params.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
         # Every figure, each marked with its evidence (as the node's page shows them).
         values = node_values([node.pk], profile, "any").get(node.pk, {})
-        return Response(report_data(node, profile, values))
+        # Scored as the board and the node's page score it (stability, where weighted).
+        found = stability_board.figures([node.pk], stability_board.WATCHED)[node.pk]
+        return Response(report_data(node, profile, stability_board.scored(values, found)))
 
 
 def report_data(node: Node, profile: str, values: dict[str, float]) -> dict[str, Any]:

@@ -33,13 +33,12 @@ class NodeStabilityView(APIView):
 
 def stability_data(node: Node) -> dict[str, Any]:
     now = timezone.now()
-    found = stability_board.figures([node.pk], stability_board.WATCHED, now)[node.pk]
-    start, _end = stability_board.window(now)
+    node_stability = stability_board.of_node(node.pk, now)
+    found = node_stability.figures
     # Only what has happened: a plan that showed ahead would tell the host when to behave.
     past = (Retest.objects.filter(node=node, due_at__lte=now).exclude(status=Retest.Status.PLANNED)
             .order_by("-due_at")[:SHOWN_RETESTS])
-    pauses = RetestPause.objects.filter(node=node, end__gt=start).order_by("-start")
-    current = next((p for p in pauses if p.start <= now < p.end), None)
+    current = node_stability.paused_now
     return {
         "node": node.pk, "window_days": settings.STABILITY_WINDOW_DAYS,
         "paused_now": pause_data(current) if current else None,
@@ -49,7 +48,7 @@ def stability_data(node: Node) -> dict[str, Any]:
                       if (f := stability_board.finding(m, s)) is not None],
         "retests": [{"due_at": r.due_at, "status": r.status, "reason": r.reason, "job": r.job_id}
                     for r in past],
-        "pauses": [pause_data(p) for p in pauses],
+        "pauses": [pause_data(p) for p in node_stability.pauses],
     }
 
 

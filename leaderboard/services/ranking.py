@@ -207,11 +207,8 @@ def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
     stable = stability_board.figures([r.node_id for r in rows], watched) if rows else {}
     out = []
     for i, row in enumerate(rows):
-        v = dict(values.get(row.node_id, {}))
         mine = stable.get(row.node_id, {})
-        ratio = stability_board.score_figure(mine)
-        if ratio is not None:
-            v[score.STABILITY] = ratio
+        v = stability_board.scored(values.get(row.node_id, {}), mine)
         try:
             s = score.score(v)
         except (ArithmeticError, ValueError, TypeError):

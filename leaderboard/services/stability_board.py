@@ -9,7 +9,8 @@ hour it was due (the scheduler's clock), in the site's time zone.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +21,7 @@ from django.utils.translation import gettext as _
 from contract import metrics
 from fleet.models import RetestPause
 from jobs.models import Retest, Sample
+from leaderboard.services import score
 from leaderboard.services.diagnosis import Finding
 from leaderboard.services.stability import (
     NOT_ENOUGH,
@@ -128,3 +130,29 @@ def score_figure(found: dict[str, Stability]) -> float | None:
     ratios = [s.hour_ratio for m, s in found.items()
               if m in WATCHED and s.verdict != NOT_ENOUGH and s.hour_ratio is not None]
     return min(ratios) if ratios else None
+
+
+def scored(values: Mapping[str, float], found: dict[str, Stability]) -> dict[str, float]:
+    """A node's values with the stability part the score reads, when an operator weights it:
+    the board, the node's page and its report score a node alike."""
+    out = dict(values)
+    ratio = score_figure(found)
+    if ratio is not None and score.weights().get("stability", 0) > 0:
+        out[score.STABILITY] = ratio
+    return out
+
+
+@dataclass
+class NodeStability:
+    figures: dict[str, Stability]  # each watched metric
+    pauses: list[RetestPause]  # the provider's pauses in the window, newest first
+    paused_now: RetestPause | None
+
+
+def of_node(node_id: int, now: datetime | None = None) -> NodeStability:
+    """One node's watched figures and its pauses, for its page and its API."""
+    now = now or timezone.now()
+    start, _end = window(now)
+    pauses = list(RetestPause.objects.filter(node_id=node_id, end__gt=start).order_by("-start"))
+    return NodeStability(figures([node_id], WATCHED, now)[node_id], pauses,
+                         next((p for p in pauses if p.start <= now < p.end), None))

@@ -198,7 +198,7 @@ def test_a_node_not_re_tested_yet_says_so_in_one_muted_line(buyer: Any, enrol_no
     assert '<span class="badge stability not-enough-data">not enough data</span>' in found
 
 
-def test_a_weighted_stability_scores_the_node_page_as_the_board_scores_it(
+def test_a_weighted_stability_scores_the_node_page_and_report_as_the_board_scores_it(
         re_tested: dict[str, Enrolled], settings: Any, buyer: Actor) -> None:
     settings.SCORE_WEIGHTS = {"stability": 2.0}
     board = buyer.client().get("/api/v1/leaderboard", {
@@ -209,3 +209,7 @@ def test_a_weighted_stability_scores_the_node_page_as_the_board_scores_it(
         html = get(f"/en/nodes/{e.node.pk}/?profile=retest")
         shown = re.search(r'<span id="score">([^<]*)</span>', html)
         assert shown and shown.group(1) == figure(scores[name]), name
+        # The node's report scores it alike.
+        report = buyer.client().get(f"/api/v1/nodes/{e.node.pk}/report",
+                                    {"profile": "retest"}).json()
+        assert report["score"]["value"] == scores[name], name
