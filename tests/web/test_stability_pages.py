@@ -213,3 +213,16 @@ def test_a_weighted_stability_scores_the_node_page_and_report_as_the_board_score
         report = buyer.client().get(f"/api/v1/nodes/{e.node.pk}/report",
                                     {"profile": "retest"}).json()
         assert report["score"]["value"] == scores[name], name
+
+
+def test_a_pause_reason_is_the_providers_text_shown_escaped(
+        re_tested: dict[str, Enrolled]) -> None:
+    # The reason is whatever the provider typed: on the board's tooltip and the node page it
+    # is text, never markup.
+    node = re_tested["shared"].node
+    retests.pause(node, 2, '<script>alert("x")</script>', None)
+    for url in ("/en/?evidence=any&metric=network.tcp_throughput&profile=retest",
+                f"/en/nodes/{node.pk}/"):
+        html = get(url)
+        assert "<script>alert" not in html, url
+        assert "&lt;script&gt;alert" in html, url
