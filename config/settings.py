@@ -7,6 +7,7 @@ Defaults let a fresh checkout run the demo (local PostgreSQL and Redis, DEBUG on
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -195,6 +196,35 @@ SPECTACULAR_SETTINGS = {
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0") or ""
 # The broker address as a GPU host must dial it (the platform may reach Redis privately).
 NODE_BROKER_URL = env("NODE_BROKER_URL") or REDIS_URL
+
+
+def envmap(name: str) -> dict[str, str]:
+    """``NAME=a=URL,b=URL``: named URLs, in order (the first is where new names go first)."""
+    value = env(name) or ""
+    named: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in value.split(","))):
+        key, sep, url = entry.partition("=")
+        if not sep or not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,31}", key) or "://" not in url:
+            raise ImproperlyConfigured(
+                f"{name}: {entry[:60]!r} is not NAME=redis://host:port/db (NAME: up to 32 of "
+                "a-z, 0-9 and -), e.g. {name}=a=redis://default:PW@10.0.0.5:6379/0")
+        if key in named:
+            raise ImproperlyConfigured(f"{name}: {key!r} is named twice")
+        named[key] = url
+    return named
+
+
+# More than one Redis for the nodes' queues (a Redis serves 10,000 clients at most, and a
+# host holds several): NODE_BROKERS=a=ADMIN_URL,b=ADMIN_URL, each node assigned one at
+# enrolment for good. NODE_BROKER_PUBLIC_URLS=a=URL,... is how hosts dial each (default: as
+# the platform does). Unset: one broker, "default", at REDIS_URL / NODE_BROKER_URL. Nodes
+# enrolled before a second broker was added are on "default": keep that name when adding.
+NODE_BROKERS = envmap("NODE_BROKERS")
+NODE_BROKER_PUBLIC_URLS = envmap("NODE_BROKER_PUBLIC_URLS")
+if set(NODE_BROKER_PUBLIC_URLS) - set(NODE_BROKERS):
+    raise ImproperlyConfigured(
+        f"NODE_BROKER_PUBLIC_URLS names {sorted(set(NODE_BROKER_PUBLIC_URLS) - set(NODE_BROKERS))},"
+        " which NODE_BROKERS does not list")
 _redis_has_password = bool(urlsplit(REDIS_URL).password)
 NODE_BROKER_ACL = envbool("NODE_BROKER_ACL", _redis_has_password)
 if PRODUCTION and not NODE_BROKER_ACL:
@@ -205,7 +235,9 @@ if PRODUCTION and not NODE_BROKER_ACL:
 # Per-node kombu transport options. visibility_timeout must exceed the longest probe's
 # hard limit, or a long probe is delivered twice; leases in PostgreSQL are the final word.
 NODE_VISIBILITY_TIMEOUT = envint("NODE_VISIBILITY_TIMEOUT", 3600)
-NODE_UNACKED_RESTORE_INTERVAL = envint("NODE_UNACKED_RESTORE_INTERVAL", 5)
+# How often each idle worker scans its unacked runs for ones older than the visibility
+# timeout: three commands per scan and host, so not every few seconds (10,000 hosts).
+NODE_UNACKED_RESTORE_INTERVAL = envint("NODE_UNACKED_RESTORE_INTERVAL", 60)
 NODE_UNACKED_MUTEX_EXPIRE = envint("NODE_UNACKED_MUTEX_EXPIRE", 30)
 NODE_QUEUE = "runs"
 # A node's share of the broker (noeviction: one host filling it stops every publish). Over

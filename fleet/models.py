@@ -100,6 +100,9 @@ class Node(models.Model):
     key_prefix = models.CharField(max_length=16, unique=True)
     key_hash = models.CharField(max_length=64)
     broker_user = models.CharField(max_length=64, blank=True)
+    # Which of NODE_BROKERS holds its user and queue: chosen at enrolment, never moved (its
+    # host dials that one).
+    broker = models.CharField(max_length=32, default="default", db_index=True)
     # Set when the sweeper switched the node's Redis user off for going over its budget.
     broker_suspended_reason = models.CharField(max_length=255, blank=True)
     enrolled_at = models.DateTimeField(auto_now_add=True)

@@ -38,6 +38,23 @@ def private_redis(run_dir: Path) -> Iterator[procs.PrivateRedis]:
     instance.proc.stop()
 
 
+@pytest.fixture(scope="session")
+def second_redis(run_dir: Path) -> Iterator[procs.PrivateRedis]:
+    """A second broker for nodes (NODE_BROKERS), started only by the tests that use it."""
+    instance = procs.start_private_redis(run_dir / "redis-b", secrets.token_hex(16))
+    yield instance
+    instance.proc.stop()
+
+
+@pytest.fixture
+def two_brokers(private_redis: procs.PrivateRedis, second_redis: procs.PrivateRedis,
+                settings: Any) -> tuple[procs.PrivateRedis, procs.PrivateRedis]:
+    """NODE_BROKERS with two Redis servers: "default" (the platform's own) and "b"."""
+    settings.NODE_BROKERS = {"default": private_redis.admin_url, "b": second_redis.admin_url}
+    settings.NODE_BROKER_PUBLIC_URLS = {}
+    return private_redis, second_redis
+
+
 # A test that touches the platform (its database, its live server) gets the private Redis;
 # a parser's or a probe's test starts nothing.
 PLATFORM_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup", "private_redis"}
@@ -65,6 +82,7 @@ def broker_settings(request: pytest.FixtureRequest) -> Iterator[None]:
     settings.RUN_LEASE_SECONDS = 3
     app.conf.broker_url = private_redis.admin_url
     broker.admin_client.cache_clear()
+    broker._client_at.cache_clear()
     cache.clear()  # throttle counters: each test starts with none
     yield
     broker.admin_client.cache_clear()

@@ -1,15 +1,20 @@
 """The broker side of node confinement: per-node Redis users and key prefixes.
 
 Each node gets a Redis user whose ACL reaches only the keys kombu uses for its one queue
-under ``node:<id>:`` (``node_keys``); its Celery worker uses kombu's ``global_keyprefix`` so
-every key it touches is one of them. The platform publishes into the same keys through its
-admin connection, and the sweeper keeps each node within its memory and connection budget.
+under ``node:<id>:`` (``node_keys``), and its liveness key; its Celery worker uses kombu's
+``global_keyprefix`` so every key it touches is one of them. The platform publishes into the
+same keys through its admin connection, and the sweeper keeps each node within its memory
+and connection budget.
+
+Nodes' queues may live on several Redis servers (NODE_BROKERS): a node is assigned one at
+enrolment (``assign``) and keeps it; everything here takes the broker's name.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -17,7 +22,11 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import redis
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Count
 from redis.lock import Lock
+
+from contract.tasks import LIVENESS_KEY
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +43,21 @@ PRIORITY_SEP = "\x06\x16"
 
 
 def node_keys(node_id: int) -> list[str]:
-    queue = f"{key_prefix(node_id)}{settings.NODE_QUEUE}"
+    queue = queue_key(node_id)
     prefix = key_prefix(node_id)
     return [queue, *(f"{queue}{PRIORITY_SEP}{step}" for step in (3, 6, 9)),
             f"{prefix}unacked", f"{prefix}unacked_index", f"{prefix}unacked_mutex",
             f"{prefix}_kombu.binding.{settings.NODE_QUEUE}",
-            f"{prefix}_kombu.binding_permanent.{settings.NODE_QUEUE}"]
+            f"{prefix}_kombu.binding_permanent.{settings.NODE_QUEUE}", liveness_key(node_id)]
+
+
+def queue_key(node_id: int) -> str:
+    """The list a run is pushed to (priority 0, kombu's bare queue name under the prefix)."""
+    return f"{key_prefix(node_id)}{settings.NODE_QUEUE}"
+
+
+def liveness_key(node_id: int) -> str:
+    return f"{key_prefix(node_id)}{LIVENESS_KEY}"
 
 
 def _glob_literal(key: str) -> str:
@@ -68,7 +86,60 @@ def node_transport_options(node_id: int) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def admin_client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=5)
+    """The platform's own Redis (REDIS_URL): its Celery queue and counters."""
+    return _client_at(settings.REDIS_URL)
+
+
+@lru_cache(maxsize=64)
+def _client_at(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+
+
+DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class Broker:
+    name: str
+    admin_url: str  # how the platform reaches it, as its admin user
+    public_url: str  # how a host dials it (credentials replaced by the node's own)
+
+    def client(self) -> redis.Redis:
+        return _client_at(self.admin_url)
+
+
+class UnknownBroker(ImproperlyConfigured):
+    pass
+
+
+def brokers() -> dict[str, Broker]:
+    """The configured brokers by name, in order; one, "default", unless NODE_BROKERS is set."""
+    if not settings.NODE_BROKERS:
+        return {DEFAULT: Broker(DEFAULT, settings.REDIS_URL, settings.NODE_BROKER_URL)}
+    return {name: Broker(name, url, settings.NODE_BROKER_PUBLIC_URLS.get(name, url))
+            for name, url in settings.NODE_BROKERS.items()}
+
+
+def get(name: str) -> Broker:
+    try:
+        return brokers()[name]
+    except KeyError:
+        raise UnknownBroker(
+            f"broker {name!r} holds nodes but is not in NODE_BROKERS "
+            f"({', '.join(brokers())}); add it back (name={name})") from None
+
+
+def assign() -> str:
+    """The broker a new node goes to: the one holding the fewest active nodes (ties: the
+    first listed). Stored on the node for good; its host dials that broker from then on."""
+    from fleet.models import Node  # the model module imports nothing of this one
+
+    names = list(brokers())
+    if len(names) == 1:
+        return names[0]
+    held = dict(Node.objects.filter(status=Node.Status.ACTIVE, broker__in=names)
+                .values("broker").annotate(n=Count("id")).values_list("broker", "n"))
+    return min(names, key=lambda name: (held.get(name, 0), names.index(name)))
 
 
 def acl_rule(node_id: int, password: str) -> list[str]:
@@ -78,9 +149,9 @@ def acl_rule(node_id: int, password: str) -> list[str]:
     ]
 
 
-def create_node_user(node_id: int, password: str) -> str:
-    """Create (or reset) the node's Redis user; returns its name."""
-    client = admin_client()
+def create_node_user(node_id: int, password: str, broker: str = DEFAULT) -> str:
+    """Create (or reset) the node's Redis user on its broker; returns its name."""
+    client = get(broker).client()
     user = broker_user_name(node_id)
     client.execute_command("ACL", "SETUSER", user, *acl_rule(node_id, password))
     _persist_acl(client)
@@ -95,35 +166,77 @@ class BrokerUse:
     connections: int
 
 
-def broker_use(node_ids: list[int]) -> list[BrokerUse]:
+# Sums MEMORY USAGE over each node's keys inside Redis: a pipeline of ten commands per node
+# was most of the sweeper's pass at 10,000 nodes (make bench, fleet). Run per chunk, so
+# Redis is never blocked long. no-writes: a full (noeviction) Redis still runs it, which is
+# when the sweeper needs it most.
+_MEMORY_SCRIPT = """#!lua flags=no-writes
+local per, out = tonumber(ARGV[1]), {}
+for i = 1, #KEYS, per do
+  local total = 0
+  for j = i, i + per - 1 do total = total + (redis.call('MEMORY', 'USAGE', KEYS[j]) or 0) end
+  out[#out + 1] = total
+end
+return out
+"""
+_CHUNK = 1000
+_USER_FIELD = re.compile(rb" user=(\S+)")
+
+
+def broker_use(node_ids: list[int], broker: str = DEFAULT) -> list[BrokerUse]:
     """Each node's keys' memory (MEMORY USAGE) and its user's connections, in one pass."""
-    client = admin_client()
-    pipe = client.pipeline(transaction=False)
-    for node_id in node_ids:
-        for key in node_keys(node_id):
-            pipe.memory_usage(key)
-    usage = pipe.execute()
-    connections: dict[str, int] = {}
-    for entry in client.client_list():
-        user = str(entry.get("user", ""))
-        connections[user] = connections.get(user, 0) + 1
+    client = get(broker).client()
     per_node = len(node_keys(0))
-    return [BrokerUse(node_id, sum(u or 0 for u in usage[i * per_node:(i + 1) * per_node]),
-                      connections.get(broker_user_name(node_id), 0))
+    usage: list[int] = []
+    script = client.register_script(_MEMORY_SCRIPT)
+    for start in range(0, len(node_ids), _CHUNK):
+        keys = [k for node_id in node_ids[start:start + _CHUNK] for k in node_keys(node_id)]
+        usage.extend(int(u) for u in script(keys=keys, args=[per_node]))
+    connections = _connections_by_user(client)
+    return [BrokerUse(node_id, usage[i], connections.get(broker_user_name(node_id), 0))
             for i, node_id in enumerate(node_ids)]
 
 
-def suspend_node_user(node_id: int) -> None:
+def _connections_by_user(client: redis.Redis) -> dict[str, int]:
+    # CLIENT LIST read raw: redis-py's parse makes a dict of 20 fields per connection, a
+    # second's work at 20,000 connections; only the user is needed.
+    raw = client.execute_command("CLIENT LIST", **{redis.client.NEVER_DECODE: True})
+    counts: dict[str, int] = {}
+    for user in _USER_FIELD.findall(raw if isinstance(raw, bytes) else str(raw).encode()):
+        name = user.decode()
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def connections(broker: str = DEFAULT) -> int:
+    return int(get(broker).client().info("clients")["connected_clients"])
+
+
+def take_liveness(node_ids: list[int], broker: str = DEFAULT) -> dict[int, int]:
+    """The nodes whose worker set its liveness key since the last call, each with how many
+    seconds ago (OBJECT IDLETIME: Redis's own clock, not a time the host wrote). The keys are
+    taken (deleted), so each beat counts once and a host cannot leave one standing for good,
+    whatever TTL it sets. One pipelined pass over the broker."""
+    pipe = get(broker).client().pipeline(transaction=False)
+    for node_id in node_ids:
+        pipe.object("idletime", liveness_key(node_id))
+        pipe.delete(liveness_key(node_id))
+    replies = pipe.execute()
+    return {node_id: int(idle) for node_id, idle in zip(node_ids, replies[::2], strict=True)
+            if idle is not None}
+
+
+def suspend_node_user(node_id: int, broker: str = DEFAULT) -> None:
     """Over its budget: the user is switched off, its connections closed, its keys freed."""
-    client = admin_client()
+    client = get(broker).client()
     client.execute_command("ACL", "SETUSER", broker_user_name(node_id), "off")
     client.execute_command("CLIENT", "KILL", "USER", broker_user_name(node_id))
     client.delete(*node_keys(node_id))
     _persist_acl(client)
 
 
-def delete_node_user(node_id: int) -> None:
-    client = admin_client()
+def delete_node_user(node_id: int, broker: str = DEFAULT) -> None:
+    client = get(broker).client()
     # Redis also closes every connection authenticated as that user: the worker stops at once.
     client.execute_command("ACL", "DELUSER", broker_user_name(node_id))
     _persist_acl(client)
@@ -153,11 +266,12 @@ def ensure_lock_script(client: redis.Redis | None = None) -> bool:
     return True
 
 
-def node_broker_url(node_id: int, password: str | None) -> str:
+def node_broker_url(node_id: int, password: str | None, broker: str = DEFAULT) -> str:
     """The broker URL a host dials: the node's own user, or the shared one without ACLs."""
-    parts = urlsplit(settings.NODE_BROKER_URL)
+    public = get(broker).public_url
+    parts = urlsplit(public)
     if password is None:
-        return settings.NODE_BROKER_URL
+        return public
     host = parts.hostname or "127.0.0.1"
     netloc = f"{quote(broker_user_name(node_id))}:{quote(password)}@{host}"
     if parts.port:

@@ -102,6 +102,7 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
             # The GPU it claims from the start: a result posted without an inventory is judged
             # against this model's peaks (consistency.within_gpu_peak), not a CPU's.
             gpu_model=Node.gpu_model_of(inventory or {}),
+            broker=broker.assign(),
         )
         token.node = node
         token.save(update_fields=["node"])
@@ -109,7 +110,7 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
         if settings.NODE_BROKER_ACL:
             password = secrets.new_secret()
             # Inside the transaction: if Redis refuses, no node row is left half-made.
-            node.broker_user = broker.create_node_user(node.pk, password)
+            node.broker_user = broker.create_node_user(node.pk, password, node.broker)
             node.save(update_fields=["broker_user"])
     return Credentials(node=node, api_key=api_key,
-                       broker_url=broker.node_broker_url(node.pk, password))
+                       broker_url=broker.node_broker_url(node.pk, password, node.broker))

@@ -20,6 +20,6 @@ def revoke(node: Node, reason: str) -> None:
         # fleet, not back).
         node_revoking.send(Node, node=node, reason=reason)
         if settings.NODE_BROKER_ACL and node.broker_user:
-            broker.delete_node_user(node.pk)
+            broker.delete_node_user(node.pk, node.broker)
         # Certification revokes the node's certificates: a revoked host vouches for nothing.
         transaction.on_commit(lambda: node_revoked.send(Node, node=node, reason=reason))

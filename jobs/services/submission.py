@@ -25,7 +25,7 @@ from jobs.services.dispatch import publish_run
 # inventory above all, is not read.
 RESPONSE_NODE_FIELDS = ("id", "name", "status", "enrolled_at", "last_seen_at", "revoked_reason",
                         "provider__name", "provider__kind", "region__code", "region__province",
-                        "region__city")
+                        "region__city", "broker")
 
 
 def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any],
@@ -86,7 +86,8 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
         # Published only once the rows are committed (now, or when the caller's transaction
         # commits), so a node never claims a run the database does not have yet.
         transaction.on_commit(
-            lambda r=run: publish_run(r.pk, r.node_id), robust=True  # type: ignore[misc]
+            lambda r=run: publish_run(r.pk, r.node_id, nodes[r.node_id].broker),  # type: ignore[misc]
+            robust=True
         )
     _attach(job, runs, nodes)
     return job, True

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
@@ -28,20 +28,29 @@ class SweepReport:
     timed_out: int = 0
     stuck: int = 0
     suspended: int = 0
+    seen: int = 0  # nodes whose liveness key was set since the last pass
+    brokers_down: list[str] = field(default_factory=list)
 
 
 def sweep() -> SweepReport:
     report = SweepReport()
     now = timezone.now()
-    try:
-        redis_restarted = broker.ensure_lock_script()
-    except Exception as exc:  # noqa: BLE001 - Redis down: the next sweep tries again
-        log.warning("Redis unreachable, nothing republished: %s", exc)
-        return report
-    if redis_restarted:
-        # Scripts do not survive a restart, and neither may the queues: publish every
-        # queued run again. A duplicate delivery is harmless, the claim refuses it.
-        Run.objects.filter(status=Run.Status.QUEUED).update(dispatched_at=None)
+    up = []
+    for name, node_broker in broker.brokers().items():
+        try:
+            restarted = broker.ensure_lock_script(node_broker.client())
+        except Exception as exc:  # noqa: BLE001 - that broker down: the next sweep tries again
+            log.warning("broker %s unreachable, its runs wait for the next sweep: %s", name, exc)
+            report.brokers_down.append(name)
+            continue
+        up.append(name)
+        if restarted:
+            # Scripts do not survive a restart, and neither may the queues: publish every
+            # run queued on that broker again (the others' queues are intact). A duplicate
+            # delivery is harmless, the claim refuses it.
+            Run.objects.filter(status=Run.Status.QUEUED, node__broker=name).update(
+                dispatched_at=None)
+    report.seen = refresh_liveness(up, now)
     with transaction.atomic():
         stale = list(Run.objects.select_for_update(skip_locked=True).filter(
             status=Run.Status.RUNNING, lease_expires_at__lte=now))
@@ -62,32 +71,63 @@ def sweep() -> SweepReport:
             run.current_attempt = None
             run.lease_expires_at = None
             run.save()
-    report.suspended = enforce_broker_budgets()
+    report.suspended = enforce_broker_budgets(up)
     report.timed_out = fail_unstarted(now)
     report.stuck = forget_stuck_dispatches(now)
     pending = list(Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
-                                      dispatched_at__isnull=True)
-                   .values_list("pk", "node_id")[:1000])
-    Run.objects.filter(pk__in=[run_id for run_id, _ in pending]).update(dispatched_at=now)
-    for run_id, node_id in pending:
-        if publish_run(run_id, node_id):
+                                      node__broker__in=up, dispatched_at__isnull=True)
+                   .values_list("pk", "node_id", "node__broker")[:1000])
+    Run.objects.filter(pk__in=[run_id for run_id, _, _ in pending]).update(dispatched_at=now)
+    for run_id, node_id, broker_name in pending:
+        if publish_run(run_id, node_id, broker_name):
             report.republished += 1
     if report.expired or report.given_up or report.republished or report.timed_out \
-            or report.stuck or report.suspended:
+            or report.stuck or report.suspended or report.brokers_down:
         log.info("sweep: %s", report)
     return report
 
 
-def enforce_broker_budgets() -> int:
+# One statement for every sighting of the pass; never moves a node's last sighting back
+# (a node request may have stamped a later one).
+_SEEN_SQL = """
+UPDATE fleet_node AS n SET last_seen_at = v.seen
+FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, seen)
+WHERE n.id = v.id AND (n.last_seen_at IS NULL OR n.last_seen_at < v.seen)
+"""
+
+
+def refresh_liveness(brokers: list[str], now: datetime) -> int:
+    """Record when each active node's worker last set its liveness key: one pipelined pass
+    per broker and one UPDATE, whatever the fleet's size. Returns how many were seen."""
+    seen: dict[int, datetime] = {}
+    for name in brokers:
+        ids = list(Node.objects.filter(status=Node.Status.ACTIVE, broker=name)
+                   .values_list("pk", flat=True))
+        for node_id, idle in broker.take_liveness(ids, name).items():
+            seen[node_id] = now - timedelta(seconds=idle)
+    if seen:
+        with connection.cursor() as cursor:
+            cursor.execute(_SEEN_SQL, [list(seen), list(seen.values())])
+    return len(seen)
+
+
+def enforce_broker_budgets(brokers: list[str]) -> int:
     """Switch off the Redis user of every node over its memory or connection budget."""
     if not settings.NODE_BROKER_ACL:
         return 0
-    nodes = dict(Node.objects.filter(status=Node.Status.ACTIVE, broker_suspended_reason="")
-                 .exclude(broker_user="").values_list("pk", "name"))
-    if not nodes:
-        return 0
     suspended = 0
-    for use in broker.broker_use(list(nodes)):
+    for name in brokers:
+        nodes = dict(Node.objects.filter(status=Node.Status.ACTIVE, broker_suspended_reason="",
+                                         broker=name)
+                     .exclude(broker_user="").values_list("pk", "name"))
+        if nodes:
+            suspended += _suspend_over_budget(nodes, name)
+    return suspended
+
+
+def _suspend_over_budget(nodes: dict[int, str], broker_name: str) -> int:
+    suspended = 0
+    for use in broker.broker_use(list(nodes), broker_name):
         over = []
         if use.bytes > settings.NODE_BROKER_MAX_BYTES:
             over.append(f"{use.bytes} bytes in its broker keys (budget "
@@ -98,7 +138,7 @@ def enforce_broker_budgets() -> int:
         if not over:
             continue
         reason = f"broker user suspended: {'; '.join(over)}"[:255]
-        broker.suspend_node_user(use.node_id)
+        broker.suspend_node_user(use.node_id, broker_name)
         Node.objects.filter(pk=use.node_id).update(broker_suspended_reason=reason)
         Run.objects.filter(node_id=use.node_id).exclude(status__in=Run.FINISHED).update(
             status=Run.Status.FAILED, finished_at=timezone.now(), lease_expires_at=None,

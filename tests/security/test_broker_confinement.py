@@ -14,6 +14,7 @@ DENIED: list[tuple[str, Callable[[redis.Redis, int], Any]]] = [
     ("BRPOP other node's queue", lambda c, o: c.brpop([f"node:{o}:runs"], timeout=1)),
     ("HGETALL other node's unacked", lambda c, o: c.hgetall(f"node:{o}:unacked")),
     ("HGET other node's unacked", lambda c, o: c.hget(f"node:{o}:unacked", "tag")),
+    ("SET other node's liveness key", lambda c, o: c.set(f"node:{o}:alive", "1", ex=60)),
     ("GET unprefixed key", lambda c, o: c.get("platform")),
     ("SET unprefixed key", lambda c, o: c.set("platform", "x")),
     ("KEYS", lambda c, o: c.keys("*")),
@@ -43,6 +44,7 @@ def test_a_node_can_use_its_own_queue_and_no_other_key(two_nodes: tuple[Any, Any
     client = node_client(one)
     assert client.rpush(f"node:{one.node.pk}:runs", "x") == 1
     assert client.llen(f"node:{one.node.pk}:runs") == 1
+    assert client.set(f"node:{one.node.pk}:alive", "1", ex=90)  # its heartbeat
     # Only the keys kombu uses for its queue: nothing else under its own prefix either.
     for key in (f"node:{one.node.pk}:probe", f"node:{one.node.pk}:runs-junk",
                 f"node:{one.node.pk}:unacked:x"):
