@@ -68,6 +68,7 @@ class PlatformStack:
         self.env: dict[str, str] = {}
         self.api = ""
         self.redis_port = 0
+        self.brokers: list[procs.PrivateRedis] = []
         self.postgres: procs.PrivatePostgres | None = None
 
     def keep(self, proc: procs.Proc) -> procs.Proc:
@@ -114,7 +115,8 @@ class PlatformStack:
             procs.wait_worker_ready(worker, timeout=120)
         return int(json.loads(config.read_text())["node_id"]), config, worker
 
-    def start(self, extra_env: dict[str, str] | None = None) -> None:
+    def start(self, extra_env: dict[str, str] | None = None, brokers: int = 1) -> None:
+        """The platform; ``brokers`` > 1 adds Redis servers for the nodes (NODE_BROKERS)."""
         database_url, self.postgres = fresh_database(self.database)
         self.env = {**os.environ, "DATABASE_URL": database_url,
                     "PYTHONUNBUFFERED": "1", "SWEEP_INTERVAL_SECONDS": "5",
@@ -132,6 +134,17 @@ class PlatformStack:
         self.redis_port = redis.port
         self.env |= {"REDIS_URL": redis.admin_url, "NODE_BROKER_ACL": "true"}
         say(f"private Redis on port {redis.port}: password-protected, one ACL user per node")
+        self.brokers = [redis]
+        for i in range(1, brokers):
+            more = procs.start_private_redis(self.var / f"redis-b{i}", secrets.token_hex(16))
+            self.keep(more.proc)
+            self.brokers.append(more)
+        if brokers > 1:
+            self.env["NODE_BROKERS"] = ",".join(
+                f"{'default' if i == 0 else f'b{i}'}={b.admin_url}"
+                for i, b in enumerate(self.brokers))
+            say(f"{brokers} brokers for the nodes' queues (NODE_BROKERS), ports "
+                f"{', '.join(str(b.port) for b in self.brokers)}")
         web_port = procs.free_port()
         self.api = f"http://127.0.0.1:{web_port}"
         self.env["PUBLIC_API_URL"] = self.api

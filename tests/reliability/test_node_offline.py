@@ -40,6 +40,9 @@ def test_an_offline_nodes_runs_wait_for_it_or_expire_with_the_reason(
     wait_for(lambda: Run.objects.get(job=waiting).status == "succeeded", 30, "the run on return")
 
     worker_factory.stop_all()
+    # The beats it sent over the broker before it stopped count (beat runs this every few
+    # seconds): the node shows offline only once the last of them is old enough.
+    sweeper.sweep()
     wait_for(lambda: not online(buyer, one.node.pk), 15, "the node to go offline again")
     settings.RUN_QUEUE_TIMEOUT_SECONDS = 1
     expiring, _ = submission.submit(buyer.user, [one.node.pk], "noop")

@@ -208,7 +208,8 @@ def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
             time.sleep(min(float(retry_after) + 0.2, left))
 
 
-def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60) -> str:
+def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60,
+                inventory_of: Callable[[], dict[str, Any]] = inventory.collect) -> str:
     spec = claim(api, run_id, max_claim_wait)
     if spec is None:
         return "not claimed"
@@ -231,7 +232,7 @@ def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60) -> str:
             log.exception("run %s failed", run_id)
             body = {"status": "failed",
                     "error": f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"[:3900]}
-    body["inventory"] = inventory.collect()
+    body["inventory"] = inventory_of()
     try:
         api.result(run_id, attempt_id, body)
     except ApiError as exc:

@@ -1,0 +1,244 @@
+"""`make bench`'s fleet section: the standing load of N enrolled hosts on one deployment.
+
+The fleet grows to each N in turn (simulated hosts, perf/fleet.py, a process per
+HOSTS_PER_PROCESS of them); at each N, with the fleet idle for a window of two heartbeat
+periods: the web tier's and the sweeper's CPU, each broker's CPU, memory and connections,
+and the heartbeats' p99 as the hosts timed them; then one sweeper pass, timed, and 1,000
+no-op runs spread over the fleet, timed from the first submission to the last result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from benchmarks.sample import percentile
+from lab import procs
+from lab.platform_stack import REPO, PlatformStack, say
+
+HOSTS_PER_PROCESS = 1250
+# The clock ticks /proc counts CPU time in.
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
+                         check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+class FleetBench:
+    def __init__(self, bench: Any, platform: PlatformStack, window: float) -> None:
+        self.bench = bench
+        self.platform = platform
+        self.report = bench.report
+        self.window = window
+        self.hosts: list[dict[str, Any]] = []
+        self.sims: list[tuple[procs.Proc, Path]] = []
+        self.dir = platform.var / "fleet"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.heartbeat = int(platform.env.get("NODE_HEARTBEAT_SECONDS", "30"))
+
+    # --- the fleet ------------------------------------------------------------------------
+
+    def grow(self, total: int) -> None:
+        """Enrol and start simulated hosts until ``total`` are connected and waiting."""
+        more = total - len(self.hosts)
+        if more <= 0:
+            return
+        out = self.dir / f"hosts-{len(self.hosts)}.json"
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "perf.fleet", "seed", "--count", str(more),
+                               "--first", str(len(self.hosts)), "--out", str(out)],
+                              cwd=REPO, env=self.platform.env, capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"enrolling {more} simulated hosts failed:\n{done.stderr[-2000:]}")
+        new = json.loads(out.read_text())
+        say(f"{more} simulated hosts enrolled in {time.monotonic() - started:.0f} s")
+        self.hosts.extend(new)
+        config = {"api_url": self.platform.api, "queue": "runs",
+                  "heartbeat_seconds": self.heartbeat,
+                  "restore_interval": int(self.platform.env.get("NODE_UNACKED_RESTORE_INTERVAL",
+                                                                "60")),
+                  "mutex_expire": 30, "visibility_timeout": 900, "run_threads": 16}
+        started = time.monotonic()
+        waiting: list[Path] = []
+        for first in range(0, len(new), HOSTS_PER_PROCESS):
+            index = len(self.sims)
+            spec = self.dir / f"sim-{index}.json"
+            spec.write_text(json.dumps({"config": config,
+                                        "hosts": new[first:first + HOSTS_PER_PROCESS]}))
+            stats = self.dir / f"sim-{index}.stats.json"
+            proc = self.platform.keep(procs.start(f"sim-{index}", [
+                sys.executable, "-m", "perf.fleet", "run", "--hosts", str(spec),
+                "--stats", str(stats)], self.platform.logs, {"PYTHONPATH": str(REPO)}))
+            self.sims.append((proc, stats))
+            waiting.append(stats.with_suffix(".ready"))
+        procs.wait_for(lambda: all(p.exists() for p in waiting), 600,
+                       f"{more} simulated hosts to connect")
+        say(f"{len(self.hosts)} simulated hosts connected ({time.monotonic() - started:.0f} s)")
+
+    def stop(self) -> None:
+        for proc, _ in self.sims:
+            proc.stop(timeout=10)
+
+    def stats(self) -> list[dict[str, Any]]:
+        """Each simulator's figures since the last call (SIGUSR1 makes it write them)."""
+        marks = {path: path.stat().st_mtime_ns if path.exists() else 0 for _, path in self.sims}
+        for proc, _ in self.sims:
+            proc.popen.send_signal(10)  # SIGUSR1
+        procs.wait_for(lambda: all(path.exists() and path.stat().st_mtime_ns != marks[path]
+                                   for _, path in self.sims), 60, "the simulators' figures")
+        return [json.loads(path.read_text()) for _, path in self.sims]
+
+    # --- what is measured at each N ----------------------------------------------------------
+
+    def measure(self, n: int) -> None:
+        platform = self.platform
+        web = [p.popen.pid for p in platform.started if p.name == "web"]
+        web += children(web[0])
+        sweeper = [p.popen.pid for p in platform.started if p.name == "platform-worker"]
+        sweeper += children(sweeper[0])
+        sims = [proc.popen.pid for proc, _ in self.sims]
+        brokers = [b.client() for b in platform.brokers]
+
+        def redis_cpu() -> list[float]:
+            return [float(c.info("cpu")["used_cpu_user"]) + float(c.info("cpu")["used_cpu_sys"])
+                    for c in brokers]
+
+        self.stats()  # start the heartbeat figures afresh
+        before = (time.monotonic(), cpu_seconds(web), cpu_seconds(sweeper), cpu_seconds(sims),
+                  redis_cpu())
+        time.sleep(self.window)
+        after = (time.monotonic(), cpu_seconds(web), cpu_seconds(sweeper), cpu_seconds(sims),
+                 redis_cpu())
+        seconds = after[0] - before[0]
+        figures = self.stats()
+        beats = sorted(ms for f in figures for ms in f["beats_ms"])
+        errors = sum(f["errors"] for f in figures)
+        per_k = 1000 / n
+        web_cores = (after[1] - before[1]) / seconds
+        self.report.target(f"fleet {n}: web CPU per 1,000 idle hosts", web_cores * per_k,
+                           "web under 1 core for the idle fleet", "cores",
+                           web_cores=f"{web_cores:.3f}",
+                           sweeper_and_beat=f"{(after[2] - before[2]) / seconds:.3f} cores",
+                           simulators=f"{(after[3] - before[3]) / seconds:.3f} cores",
+                           window=f"{seconds:.0f} s")
+        self.report.target(f"fleet {n}: heartbeat p99", pct(beats, 99), "< 100 ms", "ms",
+                           p50=f"{pct(beats, 50):.2f} ms", beats=len(beats),
+                           errors=errors, last_error=next(
+                               (f["last_error"] for f in figures if f["last_error"]), ""))
+        for i, client in enumerate(brokers):
+            info = client.info()
+            name = "default" if i == 0 else f"b{i}"
+            held = sum(1 for h in self.hosts if h["broker"] == name)
+            self.report.target(
+                f"fleet {n}: broker {name}", int(info["connected_clients"]), "-", "connections",
+                hosts=held, memory=f"{info['used_memory'] / 2**20:.1f} MB",
+                per_host=f"{(info['used_memory'] - self.baseline_memory[i]) / max(held, 1):.0f} B",
+                cpu=f"{(after[4][i] - before[4][i]) / seconds:.3f} cores",
+                maxclients=client.config_get("maxclients")["maxclients"])
+        self.sweeper_pass(n)
+        self.runs(n, 1000)
+
+    def remember_baseline(self) -> None:
+        """Each broker's memory before any simulated host: what the hosts add is the rest."""
+        self.baseline_memory = [int(b.client().info("memory")["used_memory"])
+                                for b in self.platform.brokers]
+
+    def sweeper_pass(self, n: int) -> None:
+        lines = self.platform.manage("sweep", "--passes", "3").splitlines()
+        passes = [json.loads(line) for line in lines if line.startswith("{")]
+        seconds = sorted(p["seconds"] for p in passes)
+        self.report.target(f"fleet {n}: sweeper pass", seconds[len(seconds) // 2], "< 2 s at 10,000",
+                           "s", worst=f"{seconds[-1]:.3f} s",
+                           seen=passes[-1]["seen"])
+
+    def runs(self, n: int, count: int, per_job: int = 10) -> None:
+        """``count`` no-op runs, ``per_job`` random simulated hosts to a job, over the fleet."""
+        ids = [h["node_id"] for h in self.hosts]
+        rng = random.Random(n)
+        started = time.monotonic()
+        chosen = [rng.sample(ids, per_job) for _ in range(count // per_job)]
+        local = threading.local()
+
+        def submit(nodes: list[int]) -> int:
+            if not hasattr(local, "session"):
+                local.session = requests.Session()
+                local.session.headers.update(self.bench.buyer)
+            response = local.session.post(f"{self.platform.api}/api/v1/benchmarks", timeout=60,
+                                          json={"nodes": nodes, "suite": "noop"})
+            response.raise_for_status()
+            return int(str(response.json()["url"]).rstrip("/").rsplit("/", 1)[1])
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            jobs = list(pool.map(submit, chosen))
+        submitted = time.monotonic() - started
+        while True:
+            row = self.bench.db.execute(
+                "SELECT count(*) FILTER (WHERE status = 'succeeded'),"
+                " count(*) FILTER (WHERE status IN ('queued', 'running'))"
+                " FROM jobs_run WHERE job_id = ANY(%s)", (jobs,)).fetchone()
+            if row[1] == 0 or time.monotonic() - started > 600:
+                break
+            time.sleep(0.2)
+        seconds = time.monotonic() - started
+        self.report.target(f"fleet {n}: {count} no-op runs over the fleet", seconds, "-", "s",
+                           succeeded=row[0], submitted_in=f"{submitted:.1f} s",
+                           runs_per_s=f"{row[0] / seconds:.1f}")
+
+    def https_heartbeats(self, hosts: int, seconds: float) -> None:
+        """The alternative, for comparison: ``hosts`` hosts beating over HTTPS (the old path,
+        still served) at their rate, and the web tier's CPU for it."""
+        chosen = self.hosts[:hosts]
+        web = [p.popen.pid for p in self.platform.started if p.name == "web"]
+        web += children(web[0])
+        rate = hosts / self.heartbeat
+        sessions = [requests.Session() for _ in range(8)]
+        latencies: list[float] = []
+
+        def beat(k: int) -> None:
+            host = chosen[k % len(chosen)]
+            start = time.perf_counter()
+            sessions[k % 8].post(f"{self.platform.api}/api/v1/node/heartbeat", timeout=30,
+                                 headers={"Authorization": f"Node {host['api_key']}"})
+            latencies.append((time.perf_counter() - start) * 1000)
+
+        before = (time.monotonic(), cpu_seconds(web))
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            k = 0
+            while time.monotonic() - before[0] < seconds:
+                pool.submit(beat, k)
+                k += 1
+                time.sleep(1 / rate)
+        after = (time.monotonic(), cpu_seconds(web))
+        cores = (after[1] - before[1]) / (after[0] - before[0])
+        self.report.target("heartbeats over HTTPS instead: web CPU per 1,000 hosts",
+                           cores * 1000 / hosts, "-", "cores", p99=f"{pct(latencies, 99):.1f} ms",
+                           rate=f"{rate:.0f}/s", hosts=hosts)
+
+
+def pct(values: list[float], q: float) -> float:
+    return percentile(sorted(values), q) if values else float("nan")
