@@ -36,6 +36,7 @@ from lab import procs
 from lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
 from perf.bare import make_app as make_bare_app
 from perf.fleet_bench import FleetBench
+from perf.profile import Profile
 
 VAR = REPO / "var" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -163,6 +164,10 @@ class Bench:
         minimal = self.minimal_app()
         base = wrk(f"{minimal}/items", body, "", seconds)
         ours = wrk(f"{self.api}/api/v1/benchmarks", body, self.buyer["Authorization"], seconds)
+        # Profiled apart, untimed: py-spy takes most of a core at this rate.
+        spy = Profile(web_master(self.platform), "submission", seconds)
+        wrk(f"{self.api}/api/v1/benchmarks", body, self.buyer["Authorization"], seconds)
+        spy.done()
         self.db.execute("UPDATE jobs_run SET status = 'cancelled' WHERE node_id = %s"
                         " AND status = 'queued'", (node_id,))
         self.report.ratio("submission throughput", ours["rps"], base["rps"], "requests/s",
@@ -199,6 +204,12 @@ class Bench:
         ours = runs / (time.monotonic() - started)
         if row[0] != runs:
             raise RuntimeError(f"only {row[0]} of {runs} no-op runs succeeded")
+        # Profiled apart, untimed: py-spy takes most of a core at this rate.
+        spy = Profile(web_master(self.platform), "end-to-end", 8)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            self.wait(self.submit(node_ids), poll=0.2)
+        spy.done()
         app, client, workers = self.bare_celery(len(node_ids))
         started = time.monotonic()
         for _ in range(runs):
@@ -284,9 +295,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def web_master(platform: PlatformStack) -> int:
+    return next(p.popen.pid for p in platform.started if p.name == "web")
+
+
 def web_workers(platform: PlatformStack) -> list[int]:
     """The gunicorn workers: children of the master the platform started."""
-    master = next(p.popen.pid for p in platform.started if p.name == "web")
+    master = web_master(platform)
     out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True,
                          check=False).stdout
     return [int(p) for p in out.split()]

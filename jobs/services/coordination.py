@@ -22,8 +22,10 @@ RENDEZVOUS_PORTS = 400
 def mesh(job: BenchmarkJob) -> list[MeshEntry]:
     """The job's nodes with their ranks (by run order) and where peers reach them."""
     # Only what a peer needs: a node's full row carries its inventory, parsed for nothing.
+    # "job" too: the related manager sets each run's job from its job_id, and a deferred
+    # job_id was read back one query per run (py-spy, make bench: half of a claim's time).
     runs = (job.runs.select_related("node").order_by("id")
-            .only("id", "node", "node__name", "node__address", "node__iperf3_port"))
+            .only("id", "job", "node", "node__name", "node__address", "node__iperf3_port"))
     return [mesh_entry(i, r.node) for i, r in enumerate(runs)]
 
 
