@@ -79,3 +79,12 @@ def test_a_broker_down_holds_back_only_its_own_nodes(
     settings.NODE_BROKERS = {**settings.NODE_BROKERS, "b": second.admin_url}
     assert sweeper.sweep().republished == 1
     assert queued(second, on_second.node.pk) == 1
+
+
+def test_nodes_on_a_broker_taken_out_of_the_list_are_named_in_health(
+        enrol_node: Any, two_brokers: Any, settings: Any, client: Any) -> None:
+    enrol_node("hz-kept")
+    enrol_node("hz-stranded")
+    settings.NODE_BROKERS = {"default": settings.NODE_BROKERS["default"]}
+    warnings = client.get("/api/v1/health").json()["warnings"]
+    assert "1 active nodes are on broker 'b', which NODE_BROKERS does not list" in warnings
