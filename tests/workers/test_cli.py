@@ -76,4 +76,15 @@ def test_doctor_checks_the_host_and_the_stored_credentials(live_server: Any, enr
     assert any(line.startswith("ok   iperf3: iperf 3") for line in lines), done.stdout
     assert any(line.startswith("ok   API with node key") for line in lines)
     assert any(line.startswith("ok   broker with node credentials") for line in lines)
+    assert any(line.startswith("ok   heartbeat over the broker") for line in lines)
     assert any("NVML / GPU" in line for line in lines)
+
+
+def test_doctor_says_when_a_nodes_broker_user_predates_broker_heartbeats(
+        live_server: Any, enrol_node: Any, private_redis: Any) -> None:
+    node = enrol_node("hz-old", api_url=live_server.url)
+    # A user made before its ACL had the liveness key: its queue's keys only.
+    private_redis.client().execute_command("ACL", "SETUSER", f"node-{node.node.pk}", "resetkeys",
+                                           f"~node:{node.node.pk}:runs")
+    lines = benchctl("--config", str(node.config_path), "doctor").stdout.splitlines()
+    assert any(line.startswith("FIX  heartbeat over the broker") for line in lines), lines

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.tasks import LIVENESS_KEY
+
 DEFAULT_PATH = Path(os.environ.get("BENCH_NODE_CONFIG",
                                    Path.home() / ".config" / "benchctl" / "node.json"))
 
@@ -37,6 +39,12 @@ class NodeConfig:
             return cls(**known)
         except TypeError as exc:
             raise ConfigError(f"node config is incomplete ({exc}); run `benchctl enroll` again") from None
+
+
+def liveness_key(config: NodeConfig) -> str:
+    """The key its heartbeat sets on its broker (contract.tasks.LIVENESS_KEY, its prefix)."""
+    prefix = config.broker_transport_options.get("global_keyprefix", f"node:{config.node_id}:")
+    return f"{prefix}{LIVENESS_KEY}"
 
 
 def save(config: NodeConfig, path: Path = DEFAULT_PATH) -> Path:

@@ -78,6 +78,14 @@ def doctor(config_path: Path) -> list[Check]:
         client.ping()
         checks.append(Check("broker with node credentials", True,
                             node_broker_url(cfg.broker_url).split("@")[-1]))
+        try:
+            client.set(node_config.liveness_key(cfg), int(time.time()), ex=max(3 * cfg.heartbeat_seconds, 10))
+            checks.append(Check("heartbeat over the broker", True, node_config.liveness_key(cfg)))
+        except redis.exceptions.NoPermissionError:
+            checks.append(Check("heartbeat over the broker", False,
+                                "refused: this node's broker user predates heartbeats over the "
+                                "broker (its worker sends them over HTTPS instead)",
+                                "enrol the host again (benchctl enroll) for the lighter path"))
     except Exception as exc:  # noqa: BLE001 - any broker failure is reported with its fix
         checks.append(Check("broker with node credentials", False, str(exc)[:200],
                             "check the broker address and that the node was not revoked"))

@@ -18,10 +18,10 @@ from celery.signals import worker_ready
 
 from benchmarks import runner
 from benchmarks.probes.network import served_log
-from contract.tasks import EXECUTE_RUN_TASK, LIVENESS_KEY
+from contract.tasks import EXECUTE_RUN_TASK
 from workers.host import execution
 from workers.host.api_client import ApiError, NodeApi
-from workers.host.config import NodeConfig
+from workers.host.config import NodeConfig, liveness_key
 from workers.host.netif import set_socket_ifname
 from workers.host.redis_transport import node_broker_url
 
@@ -70,11 +70,6 @@ class Heartbeat(threading.Thread):
             except ApiError as exc:
                 log.warning("heartbeat failed: %s", exc)
             time.sleep(self.every)
-
-
-def liveness_key(config: NodeConfig) -> str:
-    prefix = config.broker_transport_options.get("global_keyprefix", f"node:{config.node_id}:")
-    return f"{prefix}{LIVENESS_KEY}"
 
 
 def make_app(config: NodeConfig) -> Celery:
