@@ -28,6 +28,10 @@ DOCTOR_WORDS = (
     gettext_noop("the key was refused: the node may be revoked; enrol again"),
     gettext_noop("sync the clock (chrony / systemd-timesyncd)"),
     gettext_noop("check the broker address and that the node was not revoked"),
+    gettext_noop("heartbeat over the broker"),
+    gettext_noop("refused: this node's broker user predates heartbeats over the broker (its "
+                 "worker sends them over HTTPS instead)"),
+    gettext_noop("enrol the host again (benchctl enroll) for the lighter path"),
 )
 
 
