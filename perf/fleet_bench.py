@@ -25,6 +25,7 @@ import requests
 from benchmarks.sample import percentile
 from lab import procs
 from lab.platform_stack import REPO, PlatformStack, say
+from perf.profile import Profile
 
 HOSTS_PER_PROCESS = 1250
 # The clock ticks /proc counts CPU time in.
@@ -160,7 +161,7 @@ class FleetBench:
                 per_host=f"{(info['used_memory'] - self.baseline_memory[i]) / max(held, 1):.0f} B",
                 cpu=f"{(after[4][i] - before[4][i]) / seconds:.3f} cores",
                 maxclients=client.config_get("maxclients")["maxclients"])
-        self.sweeper_pass(n)
+        self.sweeper_pass(n, profile=n >= 10_000)
         self.runs(n, 1000)
 
     def remember_baseline(self) -> None:
@@ -168,8 +169,12 @@ class FleetBench:
         self.baseline_memory = [int(b.client().info("memory")["used_memory"])
                                 for b in self.platform.brokers]
 
-    def sweeper_pass(self, n: int) -> None:
-        lines = self.platform.manage("sweep", "--passes", "3").splitlines()
+    def sweeper_pass(self, n: int, profile: bool = False) -> None:
+        argv = [sys.executable, "manage.py", "sweep", "--passes", "3"]
+        if profile:  # where a pass's time goes, at the largest fleet
+            lines = Profile.command(argv, self.platform.env, REPO, f"sweeper-{n}").splitlines()
+        else:
+            lines = self.platform.manage(*argv[2:]).splitlines()
         passes = [json.loads(line) for line in lines if line.startswith("{")]
         seconds = sorted(p["seconds"] for p in passes)
         self.report.target(f"fleet {n}: sweeper pass", seconds[len(seconds) // 2], "< 2 s at 10,000",

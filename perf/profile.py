@@ -39,6 +39,24 @@ class Profile:
              "-d", str(max(1, int(seconds))), "-r", "200", "-f", "raw", "-o", str(self.out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
+    @classmethod
+    def command(cls, argv: list[str], env: dict[str, str], cwd: Path, name: str) -> str:
+        """Run ``argv`` under py-spy (or plainly without it); its stdout, with the profile's
+        summary printed as for a web tier's."""
+        spy = py_spy()
+        if spy is None:
+            return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
+                                  check=True).stdout
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"profile-{name}.txt"
+        done = subprocess.run([spy, "record", "-r", "200", "-f", "raw", "-o", str(out), "--",
+                               *argv], env=env, cwd=cwd, capture_output=True, text=True,
+                              check=True)
+        for kind, rows in summarise(out.read_text(), 8).items():
+            print(f"profile {name}, {kind}: " + "; ".join(f"{share:.0%} {frame}"
+                                                          for frame, share in rows))
+        return done.stdout
+
     def done(self, top: int = 8) -> dict[str, list[tuple[str, float]]]:
         if self.proc is None:
             return {}
