@@ -363,6 +363,9 @@ def seed_scale(database_url: str, nodes: int, samples: int) -> None:
                         copy.write_row((node_id, m, "default", (node_id * 13) % 1000 / 10, "x", 3,
                                         run_id, "2026-11-01T00:10:00Z", evidence, 1,
                                         evidence == "verified", "", "buyer"))
+        # The rows above took their ids by hand: what enrols next must not collide with them.
+        cur.execute("SELECT setval(pg_get_serial_sequence('fleet_node', 'id'),"
+                    " (SELECT max(id) FROM fleet_node))")
         conn.commit()
         cur.execute("ANALYZE")
 

@@ -59,14 +59,14 @@ class Heartbeat(threading.Thread):
         return "https"
 
     def run(self) -> None:
-        first = True
+        try:
+            self.api.heartbeat()  # shown online at once, not at the next sweep
+        except ApiError as exc:
+            log.warning("heartbeat failed: %s", exc)
         while True:
             try:
-                if first:
-                    self.api.heartbeat()  # shown online at once, not at the next sweep
-                    first = False
-                else:
-                    self.beat()
+                # The first at once too: a broker that refuses it is logged at start.
+                self.beat()
             except ApiError as exc:
                 log.warning("heartbeat failed: %s", exc)
             time.sleep(self.every)
