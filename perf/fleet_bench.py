@@ -158,7 +158,8 @@ class FleetBench:
             self.report.target(
                 f"fleet {n}: broker {name}", int(info["connected_clients"]), "-", "connections",
                 hosts=held, memory=f"{info['used_memory'] / 2**20:.1f} MB",
-                per_host=f"{(info['used_memory'] - self.baseline_memory[i]) / max(held, 1):.0f} B",
+                per_host=(f"{(info['used_memory'] - self.baseline_memory[i]) / held:.0f} B"
+                          if held else "-"),
                 cpu=f"{(after[4][i] - before[4][i]) / seconds:.3f} cores",
                 maxclients=client.config_get("maxclients")["maxclients"])
         self.sweeper_pass(n, profile=n >= 10_000)

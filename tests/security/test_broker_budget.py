@@ -57,3 +57,25 @@ def test_a_node_filling_the_broker_is_cut_off_and_the_others_keep_working(
         assert sweeper.sweep().suspended == 0  # nobody else is over budget
     finally:
         admin.config_set("maxmemory", 256 * 2**20)
+
+
+def test_a_node_holding_too_many_broker_connections_is_cut_off(
+        enrol_node: Any, private_redis: Any, settings: Any) -> None:
+    """Connections are Redis's scarcest resource (maxclients): a host opening more than its
+    share loses its user at the next sweep; a host within it keeps working."""
+    settings.NODE_BROKER_MAX_CONNECTIONS = 4
+    hog, fine = enrol_node("hz-hog"), enrol_node("hz-fine")
+    held = [redis.Redis.from_url(hog.config["broker_url"], socket_timeout=5) for _ in range(6)]
+    for client in held:
+        client.ping()
+    within = [redis.Redis.from_url(fine.config["broker_url"], socket_timeout=5) for _ in range(3)]
+    for client in within:
+        client.ping()
+    assert sweeper.sweep().suspended == 1
+    hog.node.refresh_from_db()
+    fine.node.refresh_from_db()
+    assert "6 broker connections (budget 4" in hog.node.broker_suspended_reason
+    assert fine.node.broker_suspended_reason == ""
+    with pytest.raises(redis.exceptions.ConnectionError):
+        held[0].ping()  # its connections were closed
+    assert within[0].ping()
