@@ -49,6 +49,12 @@ def children(pid: int) -> list[int]:
     return [int(p) for p in out.split()]
 
 
+def process_tree(platform: PlatformStack, name: str) -> list[int]:
+    """A process the platform started (gunicorn, the platform worker) and its children."""
+    pid = next(p.popen.pid for p in platform.started if p.name == name)
+    return [pid, *children(pid)]
+
+
 class FleetBench:
     def __init__(self, bench: Any, platform: PlatformStack, window: float) -> None:
         self.bench = bench
@@ -118,10 +124,8 @@ class FleetBench:
 
     def measure(self, n: int) -> None:
         platform = self.platform
-        web = [p.popen.pid for p in platform.started if p.name == "web"]
-        web += children(web[0])
-        sweeper = [p.popen.pid for p in platform.started if p.name == "platform-worker"]
-        sweeper += children(sweeper[0])
+        web = process_tree(platform, "web")
+        sweeper = process_tree(platform, "platform-worker")
         sims = [proc.popen.pid for proc, _ in self.sims]
         brokers = [b.client() for b in platform.brokers]
 
@@ -219,8 +223,7 @@ class FleetBench:
         """The alternative, for comparison: ``hosts`` hosts beating over HTTPS (the old path,
         still served) at their rate, and the web tier's CPU for it."""
         chosen = self.hosts[:hosts]
-        web = [p.popen.pid for p in self.platform.started if p.name == "web"]
-        web += children(web[0])
+        web = process_tree(self.platform, "web")
         rate = hosts / self.heartbeat
         sessions = [requests.Session() for _ in range(8)]
         latencies: list[float] = []

@@ -35,7 +35,7 @@ from benchmarks.sample import percentile
 from lab import procs
 from lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
 from perf.bare import make_app as make_bare_app
-from perf.fleet_bench import FleetBench
+from perf.fleet_bench import FleetBench, children
 from perf.profile import Profile
 
 VAR = REPO / "var" / "bench"
@@ -301,10 +301,7 @@ def web_master(platform: PlatformStack) -> int:
 
 def web_workers(platform: PlatformStack) -> list[int]:
     """The gunicorn workers: children of the master the platform started."""
-    master = web_master(platform)
-    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True,
-                         check=False).stdout
-    return [int(p) for p in out.split()]
+    return children(web_master(platform))
 
 
 def one(cur: psycopg.Cursor[Any]) -> Any:

@@ -228,10 +228,6 @@ def _connections_by_user(client: redis.Redis) -> dict[str, int]:
     return counts
 
 
-def connections(broker: str = DEFAULT) -> int:
-    return int(get(broker).client().info("clients")["connected_clients"])
-
-
 # Each liveness key's idle time, then the key deleted, inside Redis: a pipeline of two
 # commands per node cost the sweeper more than all the rest of its pass at 10,000 nodes.
 # allow-oom: taking keys frees memory, and a full broker must not make every node offline.
