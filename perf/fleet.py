@@ -78,6 +78,35 @@ def seed(count: int, provider_name: str, region_code: str, first: int) -> list[d
              "prefix": broker.key_prefix(n.pk)} for n, (key, _, _) in zip(nodes, keys, strict=True)]
 
 
+def plan_retests(per_day: int) -> dict[str, Any]:
+    """The re-test scheduler's planning over the whole fleet, timed: the first tick's (every
+    host's re-tests for today and tomorrow) and the next minute's. The plans are then deleted:
+    the bench's platform runs no re-tests (lab.platform_stack), which would land in what the
+    other sections time."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from datetime import timedelta
+
+    from django.test import override_settings
+    from django.utils import timezone
+
+    from fleet.models import Node
+    from jobs.models import Retest
+    from jobs.services import retests
+
+    now = timezone.now()
+    out: dict[str, Any] = {"nodes": Node.objects.filter(status=Node.Status.ACTIVE).count()}
+    with override_settings(RETEST_PER_DAY=per_day):
+        for name, at in (("first", now), ("next", now + timedelta(seconds=60))):
+            started = time.perf_counter()
+            out[f"{name}_planned"] = retests.plan(at)
+            out[f"{name}_s"] = round(time.perf_counter() - started, 4)
+    Retest.objects.filter(status=Retest.Status.PLANNED).delete()
+    return out
+
+
 # --- a minimal Redis client (RESP2): 30,000 redis-py connections would not fit ---------------
 
 class ReplyError(Exception):
@@ -280,6 +309,8 @@ def main() -> int:
     seeding.add_argument("--provider", default="Bench DC")
     seeding.add_argument("--region", default="hangzhou")
     seeding.add_argument("--out", type=Path, required=True)
+    planning = sub.add_parser("plan", help="time the re-test planning over the fleet")
+    planning.add_argument("--per-day", type=int, default=4)
     running = sub.add_parser("run")
     running.add_argument("--hosts", type=Path, required=True)
     running.add_argument("--shard", default="0/1", help="I/N: this process runs every Nth host")
@@ -289,6 +320,9 @@ def main() -> int:
         hosts = seed(args.count, args.provider, args.region, args.first)
         args.out.write_text(json.dumps(hosts))
         print(f"{len(hosts)} simulated hosts enrolled", flush=True)
+        return 0
+    if args.command == "plan":
+        print(json.dumps(plan_retests(args.per_day)), flush=True)
         return 0
     data = json.loads(args.hosts.read_text())
     index, shards = (int(x) for x in args.shard.split("/"))

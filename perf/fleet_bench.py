@@ -4,7 +4,8 @@ The fleet grows to each N in turn (simulated hosts, perf/fleet.py, a process per
 HOSTS_PER_PROCESS of them); at each N, with the fleet idle for a window of two heartbeat
 periods: the web tier's and the sweeper's CPU, each broker's CPU, memory and connections,
 and the heartbeats' p99 as the hosts timed them; then one sweeper pass, timed, and 1,000
-no-op runs spread over the fleet, timed from the first submission to the last result.
+no-op runs spread over the fleet, timed from the first submission to the last result; and
+the re-test scheduler's planning over the fleet (the first tick's and the next one's).
 """
 
 from __future__ import annotations
@@ -32,21 +33,51 @@ HOSTS_PER_PROCESS = 1250
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
+def cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    """Each live process's CPU seconds so far (utime + stime)."""
+    out = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except FileNotFoundError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICKS
+        out[pid] = (int(fields[11]) + int(fields[12])) / TICKS
+    return out
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    return sum(cpu_by_pid(pids).values())
+
+
+def machine_busy() -> float:
+    """The whole machine's busy CPU seconds so far, every core (/proc/stat less idle, iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / TICKS
 
 
 def children(pid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
                          check=False).stdout
     return [int(p) for p in out.split()]
+
+
+def postgres_pids() -> list[int]:
+    """PostgreSQL's processes (the server's and each connection's)."""
+    out = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True,
+                         check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def cores(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Each part's CPU between two ``FleetBench.cpu_now`` readings, in cores. A process that
+    started meanwhile counts from its start; one that ended takes its count with it."""
+    seconds = after["at"] - before["at"]
+    used: dict[str, Any] = {
+        k: sum(v - before[k].get(pid, 0.0) for pid, v in after[k].items()) / seconds
+        for k in before if k not in ("at", "machine", "brokers")}
+    return used | {"seconds": seconds, "machine": (after["machine"] - before["machine"]) / seconds,
+                   "brokers": [(a - b) / seconds
+                               for a, b in zip(after["brokers"], before["brokers"], strict=True)]}
 
 
 def process_tree(platform: PlatformStack, name: str) -> list[int]:
@@ -124,38 +155,26 @@ class FleetBench:
 
     def measure(self, n: int) -> None:
         platform = self.platform
-        web = process_tree(platform, "web")
-        sweeper = process_tree(platform, "platform-worker")
-        sims = [proc.popen.pid for proc, _ in self.sims]
-        brokers = [b.client() for b in platform.brokers]
-
-        def redis_cpu() -> list[float]:
-            return [float(c.info("cpu")["used_cpu_user"]) + float(c.info("cpu")["used_cpu_sys"])
-                    for c in brokers]
-
         self.stats()  # start the heartbeat figures afresh
-        before = (time.monotonic(), cpu_seconds(web), cpu_seconds(sweeper), cpu_seconds(sims),
-                  redis_cpu())
+        before = self.cpu_now()
         time.sleep(self.window)
-        after = (time.monotonic(), cpu_seconds(web), cpu_seconds(sweeper), cpu_seconds(sims),
-                 redis_cpu())
-        seconds = after[0] - before[0]
+        used = cores(before, self.cpu_now())
         figures = self.stats()
         beats = sorted(ms for f in figures for ms in f["beats_ms"])
         errors = sum(f["errors"] for f in figures)
-        per_k = 1000 / n
-        web_cores = (after[1] - before[1]) / seconds
-        self.report.target(f"fleet {n}: web CPU per 1,000 idle hosts", web_cores * per_k,
+        self.report.target(f"fleet {n}: web CPU per 1,000 idle hosts", used["web"] * 1000 / n,
                            "web under 1 core for the idle fleet", "cores",
-                           web_cores=f"{web_cores:.3f}",
-                           sweeper_and_beat=f"{(after[2] - before[2]) / seconds:.3f} cores",
-                           simulators=f"{(after[3] - before[3]) / seconds:.3f} cores",
-                           window=f"{seconds:.0f} s")
+                           web_cores=f"{used['web']:.3f}",
+                           sweeper_and_beat=f"{used['sweeper_and_beat']:.3f} cores",
+                           simulators=f"{used['simulators']:.3f} cores",
+                           postgres=f"{used['postgres']:.3f} cores",
+                           window=f"{used['seconds']:.0f} s")
         self.report.target(f"fleet {n}: heartbeat p99", pct(beats, 99), "< 100 ms", "ms",
                            p50=f"{pct(beats, 50):.2f} ms", beats=len(beats),
                            errors=errors, last_error=next(
                                (f["last_error"] for f in figures if f["last_error"]), ""))
-        for i, client in enumerate(brokers):
+        for i, broker in enumerate(platform.brokers):
+            client = broker.client()
             info = client.info()
             name = "default" if i == 0 else f"b{i}"
             held = sum(1 for h in self.hosts if h["broker"] == name)
@@ -164,10 +183,22 @@ class FleetBench:
                 hosts=held, memory=f"{info['used_memory'] / 2**20:.1f} MB",
                 per_host=(f"{(info['used_memory'] - self.baseline_memory[i]) / held:.0f} B"
                           if held else "-"),
-                cpu=f"{(after[4][i] - before[4][i]) / seconds:.3f} cores",
+                cpu=f"{used['brokers'][i]:.3f} cores",
                 maxclients=client.config_get("maxclients")["maxclients"])
         self.sweeper_pass(n, profile=n >= 10_000)
         self.runs(n, 1000)
+        self.retest_planning(n)
+
+    def cpu_now(self) -> dict[str, Any]:
+        """CPU seconds so far of each part of the deployment, and of the simulated hosts."""
+        brokers = [b.client().info("cpu") for b in self.platform.brokers]
+        return {"at": time.monotonic(), "machine": machine_busy(),
+                "web": cpu_by_pid(process_tree(self.platform, "web")),
+                "sweeper_and_beat": cpu_by_pid(process_tree(self.platform, "platform-worker")),
+                "simulators": cpu_by_pid([proc.popen.pid for proc, _ in self.sims]),
+                "postgres": cpu_by_pid(postgres_pids()),
+                "brokers": [float(c["used_cpu_user"]) + float(c["used_cpu_sys"])
+                            for c in brokers]}
 
     def remember_baseline(self) -> None:
         """Each broker's memory before any simulated host: what the hosts add is the rest."""
@@ -186,10 +217,23 @@ class FleetBench:
                            "s", worst=f"{seconds[-1]:.3f} s",
                            seen=passes[-1]["seen"])
 
+    def retest_planning(self, n: int) -> None:
+        """What beat's re-test tick costs at ``n`` beyond the due re-tests' submissions (those
+        are the submission section's): the plan loops over every active host."""
+        done = subprocess.run([sys.executable, "-m", "perf.fleet", "plan"], cwd=REPO,
+                              env=self.platform.env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"timing the re-test planning failed:\n{done.stderr[-2000:]}")
+        plan = json.loads(done.stdout.strip().splitlines()[-1])
+        self.report.target(f"fleet {n}: re-test planning", plan["next_s"], "-", "s",
+                           next_planned=plan["next_planned"], first=f"{plan['first_s']:.3f} s",
+                           first_planned=plan["first_planned"], hosts=plan["nodes"])
+
     def runs(self, n: int, count: int, per_job: int = 10) -> None:
         """``count`` no-op runs, ``per_job`` random simulated hosts to a job, over the fleet."""
         ids = [h["node_id"] for h in self.hosts]
         rng = random.Random(n)
+        before = self.cpu_now()
         started = time.monotonic()
         chosen = [rng.sample(ids, per_job) for _ in range(count // per_job)]
         local = threading.local()
@@ -215,9 +259,15 @@ class FleetBench:
                 break
             time.sleep(0.2)
         seconds = time.monotonic() - started
+        used = cores(before, self.cpu_now())
+        # Where this 2-core machine's CPU went meanwhile: the simulated hosts share it.
         self.report.target(f"fleet {n}: {count} no-op runs over the fleet", seconds, "-", "s",
                            succeeded=row[0], submitted_in=f"{submitted:.1f} s",
-                           runs_per_s=f"{row[0] / seconds:.1f}")
+                           runs_per_s=f"{row[0] / seconds:.1f}",
+                           cpu=", ".join(f"{k} {v:.2f}" for k, v in used.items()
+                                         if k not in ("seconds", "brokers", "machine"))
+                           + f", brokers {sum(used['brokers']):.2f}"
+                           + f"; the machine {used['machine']:.2f} of {os.cpu_count()} cores")
 
     def https_heartbeats(self, hosts: int, seconds: float) -> None:
         """The alternative, for comparison: ``hosts`` hosts beating over HTTPS (the old path,
@@ -243,9 +293,9 @@ class FleetBench:
                 k += 1
                 time.sleep(1 / rate)
         after = (time.monotonic(), cpu_seconds(web))
-        cores = (after[1] - before[1]) / (after[0] - before[0])
+        web_cores = (after[1] - before[1]) / (after[0] - before[0])
         self.report.target("heartbeats over HTTPS instead: web CPU per 1,000 hosts",
-                           cores * 1000 / hosts, "-", "cores", p99=f"{pct(latencies, 99):.1f} ms",
+                           web_cores * 1000 / hosts, "-", "cores", p99=f"{pct(latencies, 99):.1f} ms",
                            rate=f"{rate:.0f}/s", hosts=hosts)
 
 
