@@ -221,8 +221,13 @@ def _connections_by_user(client: redis.Redis) -> dict[str, int]:
     # second's work at 20,000 connections; only the user is needed. Sent as two words, the
     # command has no reply parser in redis-py ("CLIENT LIST" as one has).
     raw = client.execute_command("CLIENT", "LIST")
+    if isinstance(raw, str):  # a client made with decode_responses
+        raw = raw.encode()
+    if not isinstance(raw, bytes):
+        # Parsed, it would match no user and every node would hold 0 connections: no budget.
+        raise TypeError(f"CLIENT LIST came back parsed ({type(raw).__name__}), not as text")
     counts: dict[str, int] = {}
-    for user in _USER_FIELD.findall(raw if isinstance(raw, bytes) else str(raw).encode()):
+    for user in _USER_FIELD.findall(raw):
         name = user.decode()
         counts[name] = counts.get(name, 0) + 1
     return counts

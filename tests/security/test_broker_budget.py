@@ -79,3 +79,24 @@ def test_a_node_holding_too_many_broker_connections_is_cut_off(
     with pytest.raises(redis.exceptions.ConnectionError):
         held[0].ping()  # its connections were closed
     assert within[0].ping()
+
+
+def test_connections_are_counted_from_the_text_of_client_list_and_never_from_a_parse(
+        private_redis: Any) -> None:
+    """A parsed CLIENT LIST once counted every node's connections as 0: no host was ever
+    over its connection budget. Bytes or decoded text count; a parsed reply is an error."""
+    from fleet.services.broker import _connections_by_user
+
+    as_bytes = redis.Redis.from_url(private_redis.admin_url)
+    as_text = redis.Redis.from_url(private_redis.admin_url, decode_responses=True)
+    as_bytes.ping()
+    as_text.ping()
+    assert _connections_by_user(as_bytes).get("default", 0) >= 2
+    assert _connections_by_user(as_text).get("default", 0) >= 2
+
+    class Parsing:  # what redis-py answers for CLIENT LIST sent as one word: dictionaries
+        def execute_command(self, *args: str) -> Any:
+            return as_bytes.client_list()
+
+    with pytest.raises(TypeError, match="parsed"):
+        _connections_by_user(Parsing())  # type: ignore[arg-type]
