@@ -13,6 +13,7 @@ on the wire it is what a node worker is when idle, on the real paths:
 
     python -m perf.fleet seed --count N --out hosts.json       (Django settings: the platform's)
     python -m perf.fleet run --hosts hosts.json --shard 0/4 --stats out.json
+    python -m perf.fleet plan        (the re-test planning over the enrolled fleet, timed)
 
 `run` writes OUT.ready once every host is connected and waiting, and its figures to OUT on
 SIGUSR1 (heartbeat latencies since the last dump, runs done, errors), then starts afresh.
