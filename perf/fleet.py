@@ -90,6 +90,7 @@ def plan_retests(per_day: int) -> dict[str, Any]:
     django.setup()
     from datetime import timedelta
 
+    from django.conf import settings
     from django.test import override_settings
     from django.utils import timezone
 
@@ -97,14 +98,18 @@ def plan_retests(per_day: int) -> dict[str, Any]:
     from jobs.models import Retest
     from jobs.services import retests
 
+    if settings.RETEST_PER_DAY != 0:
+        raise SystemExit("perf.fleet plan makes re-test plans and deletes them: run it on the "
+                         "bench's platform (RETEST_PER_DAY=0), not on one that runs re-tests")
     now = timezone.now()
+    mark = Retest.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     out: dict[str, Any] = {"nodes": Node.objects.filter(status=Node.Status.ACTIVE).count()}
     with override_settings(RETEST_PER_DAY=per_day):
         for name, at in (("first", now), ("next", now + timedelta(seconds=60))):
             started = time.perf_counter()
             out[f"{name}_planned"] = retests.plan(at)
             out[f"{name}_s"] = round(time.perf_counter() - started, 4)
-    Retest.objects.filter(status=Retest.Status.PLANNED).delete()
+    Retest.objects.filter(pk__gt=mark, status=Retest.Status.PLANNED).delete()
     return out
 
 
