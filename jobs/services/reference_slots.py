@@ -2,7 +2,8 @@
 
 An iperf3 server serves one test at a time and answers any other client "busy". N nodes of
 one region measured at once all test against its reference; without a schedule the one
-that waits longest gives up. A run asks for the slot before each test (asking again
+that waits longest gives up. The slot is the server's (host and iperf3 port): endpoints
+registered on one server take turns with each other. A run asks for the slot before each test (asking again
 extends it) and gives it back after the test, so nodes measured at once take turns test by
 test; waiting runs are served in the order they first asked. A slot whose run finished or
 whose time ran out is free. Taking it is one conditional upsert, so two runs asking at
@@ -20,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.errors import Conflict, Invalid, TooMany
-from fleet.models import Node
+from fleet.models import Node, ReferenceEndpoint
 from jobs.models import ReferenceQueue, ReferenceSlot, Run
 from jobs.services import evidence
 
@@ -113,4 +114,10 @@ def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> int:
     endpoint = evidence.references_by_peer(node).get(peer)
     if endpoint is None:
         raise Invalid(f"{peer[:80]!r} is not one of this node's reference endpoints")
-    return int(endpoint.pk)
+    # The turn is the iperf3 server's, which serves one test at a time, not the endpoint's:
+    # endpoints on one server (a node's own relayed path beside its region's reference, as
+    # the lab registers them) share its slot. Each with a slot of its own, two nodes tested
+    # the one server at once, and one of them ran out of busy retries (make demo).
+    server = (ReferenceEndpoint.objects.filter(host=endpoint.host, iperf3_port=endpoint.iperf3_port)
+              .order_by("pk").values_list("pk", flat=True).first())
+    return int(server if server is not None else endpoint.pk)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleet.models import ReferenceEndpoint
 from jobs.models import Run
 from jobs.services import lifecycle, submission
 
@@ -70,3 +71,26 @@ def test_waiting_nodes_are_served_in_turn_and_none_keeps_the_reference(
     assert refused.status_code == 429 and "while other nodes wait" in refused.json()["detail"]
     asks("hz-2", release=True)
     assert asks("hz-greedy").json()["granted"]
+
+
+def test_endpoints_on_one_iperf3_server_share_its_turns(buyer: Any, enrol_node: Any,
+                                                       reference_endpoint: Any) -> None:
+    # A node's own endpoint (its relayed, delayed path) on the region reference's iperf3
+    # server: the server still serves one test at a time, whatever name a node asks by.
+    a, b = enrol_node("hz-1"), enrol_node("hz-delayed")
+    ReferenceEndpoint.objects.create(
+        region=reference_endpoint.region, name="ref1-hz-delayed", host=reference_endpoint.host,
+        iperf3_port=reference_endpoint.iperf3_port, echo_port=7999, node=b.node)
+    job, _ = submission.submit(buyer.user, [a.node.pk, b.node.pk], "network")
+    run_a, run_b = job.runs.get(node=a.node), job.runs.get(node=b.node)
+    claim_a, claim_b = lifecycle.claim(a.node, run_a.pk), lifecycle.claim(b.node, run_b.pk)
+    own = "reference:hangzhou:ref1-hz-delayed"
+    assert ask(a, run_a, claim_a.attempt.id).json()["granted"]
+    assert not ask(b, run_b, claim_b.attempt.id, peer=own).json()["granted"]
+    ask(a, run_a, claim_a.attempt.id, release=True)
+    assert ask(b, run_b, claim_b.attempt.id, peer=own).json()["granted"]
+    assert not ask(a, run_a, claim_a.attempt.id).json()["granted"]
+    # Another server of the region is not held by either.
+    ReferenceEndpoint.objects.create(region=reference_endpoint.region, name="ref2",
+                                     host="127.0.0.2", iperf3_port=reference_endpoint.iperf3_port)
+    assert ask(a, run_a, claim_a.attempt.id, peer="reference:hangzhou:ref2").json()["granted"]
