@@ -45,10 +45,6 @@ def cpu_by_pid(pids: list[int]) -> dict[int, float]:
     return out
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    return sum(cpu_by_pid(pids).values())
-
-
 def machine_busy() -> float:
     """The whole machine's busy CPU seconds so far, every core (/proc/stat less idle, iowait)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -273,7 +269,6 @@ class FleetBench:
         """The alternative, for comparison: ``hosts`` hosts beating over HTTPS (the old path,
         still served) at their rate, and the web tier's CPU for it."""
         chosen = self.hosts[:hosts]
-        web = process_tree(self.platform, "web")
         rate = hosts / self.heartbeat
         sessions = [requests.Session() for _ in range(8)]
         latencies: list[float] = []
@@ -285,15 +280,14 @@ class FleetBench:
                                  headers={"Authorization": f"Node {host['api_key']}"})
             latencies.append((time.perf_counter() - start) * 1000)
 
-        before = (time.monotonic(), cpu_seconds(web))
+        before = self.cpu_now()
         with ThreadPoolExecutor(max_workers=8) as pool:
             k = 0
-            while time.monotonic() - before[0] < seconds:
+            while time.monotonic() - before["at"] < seconds:
                 pool.submit(beat, k)
                 k += 1
                 time.sleep(1 / rate)
-        after = (time.monotonic(), cpu_seconds(web))
-        web_cores = (after[1] - before[1]) / (after[0] - before[0])
+        web_cores = cores(before, self.cpu_now())["web"]
         self.report.target("heartbeats over HTTPS instead: web CPU per 1,000 hosts",
                            web_cores * 1000 / hosts, "-", "cores", p99=f"{pct(latencies, 99):.1f} ms",
                            rate=f"{rate:.0f}/s", hosts=hosts)

@@ -3,9 +3,9 @@
 An iperf3 server serves one test at a time and answers any other client "busy". N nodes of
 one region measured at once all test against its reference; without a schedule the one
 that waits longest gives up. The slot is the server's (host and iperf3 port): endpoints
-registered on one server take turns with each other. A run asks for the slot before each test (asking again
-extends it) and gives it back after the test, so nodes measured at once take turns test by
-test; waiting runs are served in the order they first asked. A slot whose run finished or
+registered on one server take turns with each other. A run asks for the slot before each
+test (asking again extends it) and gives it back after the test, so nodes measured at once
+take turns test by test; waiting runs are served in the order they first asked. A slot whose run finished or
 whose time ran out is free. Taking it is one conditional upsert, so two runs asking at
 once cannot both get it.
 """
