@@ -65,6 +65,10 @@ class EstimateRequestSerializer(serializers.Serializer[Any]):
                                          help_text="CNY a month for the whole candidate")
     profile = serializers.CharField(max_length=16, required=False, allow_blank=True)
     rank_by = serializers.ChoiceField(choices=estimate_board.RANK_BY, default="cost")
+    evidence = serializers.ChoiceField(choices=["verified", "measured", "any"], required=False,
+                                       help_text=("measured (default): figures the platform "
+                                                  "verified or a buyer's trial agent measured; "
+                                                  "any: the hosts' claims too"))
 
     def build_workload(self) -> estimate.Workload:
         data = dict(self.validated_data["workload"])
@@ -82,7 +86,8 @@ class EstimateRequestSerializer(serializers.Serializer[Any]):
             nodes=tuple(dict.fromkeys(d.get("nodes", []))),
             clusters=tuple(dict.fromkeys(d.get("clusters", []))), region=d.get("region", ""),
             provider=d.get("provider", ""), gpu_model=d.get("gpu_model", ""),
-            max_price=d.get("max_price"), profile=d.get("profile", ""))
+            max_price=d.get("max_price"), profile=d.get("profile", ""),
+            evidence=d.get("evidence", ""))
 
 
 class PartsSerializer(serializers.Serializer[Any]):
@@ -127,7 +132,9 @@ class CandidateSerializer(serializers.Serializer[Any]):
     on_cpu = serializers.BooleanField(help_text="compute is a CPU's figure (no GPU on the host)")
     sources = serializers.DictField(child=serializers.CharField(),
                                     help_text="each figure used and the record it came from")
-    evidence = serializers.CharField(help_text="host-reported figures behind the consistency rules")
+    evidence = serializers.CharField(help_text=(
+        "the lowest rung of the figures it stands on: platform-verified, buyer-measured or "
+        "host-reported (with evidence any)"))
     estimate = EstimateSerializer(allow_null=True)
     skipped = serializers.CharField(allow_blank=True, help_text="why there is no estimate")
 

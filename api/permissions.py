@@ -8,8 +8,8 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from api.auth import NodePrincipal
-from fleet.models import Node
+from api.auth import NodePrincipal, ReferencePrincipal
+from fleet.models import Node, ReferenceEndpoint
 
 
 class IsPlatformUser(BasePermission):
@@ -18,6 +18,14 @@ class IsPlatformUser(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         user = request.user
         return isinstance(user, AbstractBaseUser) and bool(user.is_authenticated) and user.is_active
+
+
+class IsReference(BasePermission):
+    message = "this endpoint takes a reference agent's key: 'Authorization: Reference <key>'"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.user, ReferencePrincipal) and isinstance(
+            request.auth, ReferenceEndpoint)
 
 
 class IsNode(BasePermission):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -35,8 +36,28 @@ class EnrolmentTokenSerializer(serializers.Serializer[Any]):
     expires_at = serializers.DateTimeField()
 
 
+class TrialTokenRequestSerializer(serializers.Serializer[Any]):
+    hours = serializers.IntegerField(min_value=1, max_value=settings.TRIAL_MAX_HOURS,
+                                     default=settings.TRIAL_DEFAULT_HOURS,
+                                     help_text="how long the trial lasts: the agent's key works "
+                                               "until then")
+
+
+class TrialTokenSerializer(serializers.Serializer[Any]):
+    token = serializers.CharField(help_text="shown once; give it to `benchctl enroll --trial` on "
+                                            "the instance you rent, and to no one else")
+    node = serializers.IntegerField(help_text="the provider's node the trial measures")
+    agent_name = serializers.CharField()
+    trial_ends_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(help_text="enrol the agent before this")
+    command = serializers.CharField()
+
+
 class EnrolRequestSerializer(serializers.Serializer[Any]):
     token = serializers.CharField(max_length=128)
+    trial = serializers.BooleanField(required=False, default=False,
+                                     help_text="true for a buyer's trial token (benchctl enroll "
+                                               "--trial)")
     address = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     iperf3_port = serializers.IntegerField(min_value=1, max_value=65535, required=False,
                                            default=5201)
@@ -55,6 +76,10 @@ class NodeCredentialsSerializer(serializers.Serializer[Any]):
     heartbeat_seconds = serializers.IntegerField()
     address = serializers.CharField(allow_blank=True)
     iperf3_port = serializers.IntegerField()
+    trial_of = serializers.IntegerField(allow_null=True, help_text="a buyer's trial agent: the "
+                                        "provider's node it measures; null for a provider's host")
+    trial_ends_at = serializers.CharField(allow_blank=True, help_text="ISO 8601; empty when "
+                                          "not a trial")
 
 
 class NodeSerializer(serializers.ModelSerializer[Node]):
@@ -65,11 +90,19 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
     city = serializers.CharField(source="region.city")
     online = serializers.BooleanField(read_only=True,
                                       help_text="its worker heartbeated recently")
+    predecessor: serializers.PrimaryKeyRelatedField[Node] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True,
+        help_text="the node this host's hardware was enrolled as before, if any "
+                  "(its record, revocations included, is this host's)")
 
     class Meta:
         model = Node
         fields = ["id", "name", "provider", "provider_kind", "region", "province", "city",
-                  "status", "online", "enrolled_at", "last_seen_at", "revoked_reason"]
+                  "status", "online", "enrolled_at", "last_seen_at", "revoked_reason",
+                  "predecessor", "trial_of", "trial_ends_at"]
+        extra_kwargs = {"trial_of": {"help_text": "a buyer's trial agent: the node it measures "
+                                                  "(listed to that buyer only)"},
+                        "trial_ends_at": {"help_text": "when the trial agent's key stops working"}}
 
 
 class ProviderSerializer(serializers.ModelSerializer[Provider]):
@@ -155,9 +188,12 @@ class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
             return None
         return {"cluster": result.key, "name": clusters.name(result), "size": result.size,
                 "offer": result.offer, "ranked": result.ranked, "figures": result.figures,
-                "slowest_link_gbps": result.slowest_link_gbps,
-                "note": "" if result.offer else "mixes providers, regions or GPU models: "
-                                                "shown to you, ranked on no cluster board",
+                "slowest_link_gbps": result.slowest_link_gbps, "evidence": result.grade,
+                "note": ("mixes providers, regions or GPU models: shown to you, ranked on no "
+                         "cluster board") if not result.offer else (
+                    "" if result.grade in Sample.MEASURED else
+                    "its hosts' own figures: listed as the provider's claim, ranked only with "
+                    "evidence=any (a buyer's trial agents make it buyer-measured)"),
                 "diagnosis": [f.__dict__ for f in clusters.diagnose(result, multi_node.links_of(
                     job.pk, list(result.nodes.values_list("pk", flat=True))))]}
 
@@ -287,9 +323,11 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     runs = serializers.IntegerField(help_text="ranked runs the value is the median of")
     run_min = serializers.FloatField(allow_null=True, help_text="lowest of those runs")
     run_max = serializers.FloatField(allow_null=True, help_text="highest of those runs")
-    evidence = serializers.ChoiceField(choices=["platform-verified", "host-reported"])
+    evidence = serializers.ChoiceField(
+        choices=list(Sample.LADDER), help_text="the evidence ladder, best first: the platform's "
+        "reference recorded it, a buyer's trial agent measured it, the host reports it")
     evidence_source = serializers.CharField(
-        allow_blank=True, help_text="the reference endpoint record that matched")
+        allow_blank=True, help_text="the reference endpoint record that matched, or the trial agent")
     requested_by = serializers.CharField(
         help_text="who asked for those runs: buyer, provider (the node's own), platform")
     score = ScoreSerializer()
@@ -300,10 +338,13 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     stability = StabilityBriefSerializer(
         allow_null=True, help_text="the ranked figure across the platform's re-tests at "
                                    "random hours (GET /api/v1/nodes/ID/stability: all of it)")
+    new = serializers.BooleanField(help_text="its host does not have a week of the platform's "
+                                             "re-tests yet: a first impression, not a record")
 
 
 def evidence_label(row: Any) -> str:
-    return "platform-verified" if row.verified else "host-reported"
+    """A board row's rung of the ladder: the lowest among the figures it aggregates."""
+    return str(row.grade) if row.grade in Sample.LADDER else Sample.HOST_REPORTED
 
 
 def entries_data(entries: list[Any]) -> list[dict[str, Any]]:
@@ -323,7 +364,7 @@ def entry_data(entry: Any, node: Any) -> dict[str, Any]:
         "requested_by": row.requested_by, "score": entry.score.as_dict(),
         "price_per_score": entry.price_per_score, "price_per_throughput": entry.price_per_throughput,
         "diagnosis": [f.__dict__ for f in entry.findings],
-        "stability": stability_brief(entry.stability),
+        "stability": stability_brief(entry.stability), "new": entry.new,
     }
 
 
@@ -338,13 +379,15 @@ def stability_brief(s: Any) -> dict[str, Any] | None:
 class LeaderboardPageSerializer(serializers.Serializer[Any]):
     metric = serializers.CharField()
     profile = serializers.CharField(help_text="results are compared within this profile only")
-    evidence = serializers.ChoiceField(choices=["verified", "any"],
-                                       help_text="which figures rank")
+    evidence = serializers.ChoiceField(choices=["verified", "measured", "any"],
+                                       help_text="which figures rank (measured: platform-verified "
+                                                 "and buyer-measured, the default)")
     next = serializers.URLField(allow_null=True)
     results = LeaderboardEntrySerializer(many=True)
     host_reported = LeaderboardEntrySerializer(
-        many=True, help_text="nodes whose figures only their host vouches for: listed apart, "
-                             "unranked (rank is null), first page only")
+        many=True, help_text="nodes whose figures are below the rungs that rank (only their "
+                             "host vouches for them): listed apart, unranked (rank is null), "
+                             "first page only")
 
 
 class GroupSerializer(serializers.Serializer[Any]):
@@ -452,7 +495,8 @@ class ClusterNodeSerializer(serializers.Serializer[Any]):
 
 
 class ClusterEntrySerializer(serializers.Serializer[Any]):
-    rank = serializers.IntegerField(help_text="within clusters of this size and GPU model")
+    rank = serializers.IntegerField(allow_null=True, help_text=(
+        "within clusters of this size and GPU model; null for the hosts' claims"))
     id = serializers.IntegerField(help_text="this result's id: for /compare/?clusters= and "
                                             "POST /api/v1/estimates")
     size = serializers.IntegerField()
@@ -474,14 +518,19 @@ class ClusterEntrySerializer(serializers.Serializer[Any]):
     price_cny_month = serializers.IntegerField(allow_null=True, help_text="all its nodes")
     price_per_throughput = serializers.FloatField(allow_null=True,
                                                   help_text="CNY a month per sample/s")
-    evidence = serializers.CharField(help_text="cluster figures are host-reported")
+    evidence = serializers.CharField(help_text=(
+        "buyer-measured (a buyer's trial agents ran the job) or host-reported (the hosts' own)"))
+    runs = serializers.IntegerField(help_text="the figures are the median of this many results")
     diagnosis = FindingSerializer(many=True)
 
 
 class ClusterBoardSerializer(serializers.Serializer[Any]):
     metric = serializers.CharField()
     unit = serializers.CharField()
+    evidence = serializers.CharField(help_text="the class that ranks: measured by default")
     results = ClusterEntrySerializer(many=True)
+    host_reported = ClusterEntrySerializer(many=True, help_text=(
+        "clusters only their hosts measured: the providers' claims, unranked"))
 
 
 class LinkSerializer(serializers.Serializer[Any]):
@@ -490,12 +539,14 @@ class LinkSerializer(serializers.Serializer[Any]):
     to_node = serializers.IntegerField(help_text="the receiver")
     to_name = serializers.CharField()
     throughput_gbps = serializers.FloatField(allow_null=True,
-                                             help_text="the receiver's count when confirmed")
+                                             help_text="the receiver's count when both agree")
     sender_gbps = serializers.FloatField(allow_null=True)
     receiver_gbps = serializers.FloatField(allow_null=True,
                                            help_text="the receiving node's own server log")
     rtt_ms = serializers.FloatField(allow_null=True, help_text="from -> to (ICMP avg)")
-    confirmed = serializers.BooleanField(help_text="both ends' counts agree within 5%")
+    agreed = serializers.BooleanField(help_text="both ends' counts agree within 5%")
+    confirmed = serializers.BooleanField(help_text="they agree, and the receiver is another "
+                                         "provider's host (one provider's two hosts are one word)")
     job = serializers.IntegerField()
     measured_at = serializers.DateTimeField()
 
@@ -528,6 +579,21 @@ class ReferenceSlotRequestSerializer(serializers.Serializer[Any]):
     seconds = serializers.FloatField(min_value=1, max_value=300, default=60,
                                      help_text="how long the next test holds it")
     release = serializers.BooleanField(default=False, help_text="give the turn back: the test is over")
+
+
+class ReferenceRecordsSerializer(serializers.Serializer[Any]):
+    iperf3 = serializers.ListField(child=serializers.DictField(), default=list, help_text=(
+        "the reports its `iperf3 -s -J --logfile` wrote since the last post, as written"))
+    echo = serializers.ListField(child=serializers.DictField(), default=list, help_text=(
+        "the records its `benchctl echo-server --log` wrote since the last post"))
+    through = serializers.FloatField(help_text=(
+        "unix time at which the agent read the logs: every record written before it is in"))
+
+
+class ReferenceRecordsStoredSerializer(serializers.Serializer[Any]):
+    stored = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="not a test's record (an iperf3 error report)")
+    through = serializers.FloatField()
 
 
 class ReferenceSlotStateSerializer(serializers.Serializer[Any]):

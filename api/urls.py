@@ -11,7 +11,9 @@ from api.views import (
     node_agent,
     nodes,
     providers,
+    reference_agent,
     stability,
+    trials,
 )
 from certification import api as certification
 
@@ -23,6 +25,7 @@ urlpatterns = [
     path("providers/<int:provider_id>/enrolment-tokens", providers.EnrolmentTokenView.as_view(),
          name="enrolment-tokens"),
     path("nodes/<int:node_id>/revoke", providers.NodeRevokeView.as_view(), name="node-revoke"),
+    path("nodes/<int:node_id>/trial-tokens", trials.TrialTokenView.as_view(), name="trial-tokens"),
     path("enrol", enrolment.EnrolView.as_view(), name="enrol"),
     path("certification-profiles", certification.ProfileListView.as_view(), name="cert-profiles"),
     path("nodes/<int:node_id>/certifications", certification.NodeCertificationView.as_view(),
@@ -49,6 +52,8 @@ urlpatterns = [
     path("nodes/<int:node_id>/retests/resume", stability.RetestResumeView.as_view(),
          name="node-retests-resume"),
     path("health", health.HealthView.as_view(), name="health"),
+    path("reference/records", reference_agent.ReferenceRecordsView.as_view(),
+         name="reference-records"),
     path("node/self", node_agent.NodeSelfView.as_view(), name="node-self"),
     path("node/heartbeat", node_agent.HeartbeatView.as_view(), name="node-heartbeat"),
     path("node/runs/<int:run_id>/claim", node_agent.ClaimView.as_view(), name="node-claim"),

@@ -40,7 +40,8 @@ class NodeCertificationView(APIView):
                    responses={202: CertificationRequestSerializer})
     def post(self, request: Request, node_id: int) -> Response:
         user = current_user(request)
-        node = get_object_or_404(Node, pk=node_id, provider__owners=user, status=Node.Status.ACTIVE)
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True,
+                                 provider__owners=user, status=Node.Status.ACTIVE)
         body = CertificationSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         peers = list(Node.objects.filter(pk__in=body.validated_data["peers"], status="active"))
@@ -52,7 +53,7 @@ class NodeCertificationView(APIView):
 
     @extend_schema(responses={200: CertificationRequestSerializer(many=True)})
     def get(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id)
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True)
         requests = CertificationRequest.objects.filter(node=node).order_by("-id")[:50]
         return Response(CertificationRequestSerializer(requests, many=True,
                                                        context={"request": request}).data)

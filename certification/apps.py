@@ -9,10 +9,11 @@ class CertificationConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from fleet.signals import node_revoked
-        from jobs.signals import job_finished
+        from jobs.signals import hardware_changed, job_finished
 
         post_migrate.connect(_load_profiles, sender=self)
         node_revoked.connect(_revoke_certificates)
+        hardware_changed.connect(_reopen_certification)
         job_finished.connect(_judge)
 
 
@@ -30,6 +31,13 @@ def _revoke_certificates(node: object, reason: str, **_: object) -> None:
     from certification.services.issuing import revoke_node
 
     revoke_node(node, reason)  # type: ignore[arg-type]
+
+
+def _reopen_certification(node: object, reason: str, **_: object) -> None:
+    # A certificate vouches for the boards it measured: new boards need a new one.
+    from certification.services.issuing import revoke_all
+
+    revoke_all(node, f"re-opened: {reason}")  # type: ignore[arg-type]
 
 
 def _load_profiles(**_: object) -> None:

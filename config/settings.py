@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -36,14 +38,25 @@ def envbool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {value!r}")
 
 
-def envint(name: str, default: int) -> int:
+N = TypeVar("N", int, float)
+
+
+def envnumber(name: str, default: N, parse: Callable[[str], N], what: str) -> N:
     value = env(name)
     if value is None or value == "":
         return default
     try:
-        return int(value)
+        return parse(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, got {value!r}") from None
+
+
+def envint(name: str, default: int) -> int:
+    return envnumber(name, default, int, "an integer")
+
+
+def envfloat(name: str, default: float) -> float:
+    return envnumber(name, default, float, "a number")
 
 
 PRODUCTION = env("BENCH_ENV", "development") == "production"
@@ -79,6 +92,11 @@ METRICS_TOKEN = env("METRICS_TOKEN", "") or ""
 # A run may keep a reference endpoint's iperf3 turn this long while other nodes wait
 # (jobs.services.reference_slots); the default profile's tests take about two minutes.
 REFERENCE_MAX_HOLD_SECONDS = int(env("REFERENCE_MAX_HOLD_SECONDS", "600") or 600)
+# A network result is judged once the reference's agent has handed in its servers' records
+# of the run's turns (it posts every REFERENCE_AGENT_INTERVAL_S, 0.5 s by default): waited for
+# this long at most; an agent silent for longer than the second figure is down, not waited for.
+REFERENCE_RECORDS_WAIT_S = envfloat("REFERENCE_RECORDS_WAIT_S", 5.0)
+REFERENCE_AGENT_SILENT_S = envfloat("REFERENCE_AGENT_SILENT_S", 30.0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -188,6 +206,11 @@ SPECTACULAR_SETTINGS = {
     "compare providers and regions.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two "evidence" fields: the board's class a query asks for, and a figure's rung.
+    "ENUM_NAME_OVERRIDES": {
+        "EvidenceClassEnum": ["verified", "measured", "any"],
+        "EvidenceRungEnum": ["platform-verified", "buyer-measured", "host-reported"],
+    },
 }
 
 # --- Broker -----------------------------------------------------------------------------
@@ -275,6 +298,11 @@ RUN_REDISPATCH_SECONDS = envint("RUN_REDISPATCH_SECONDS", 120)
 NODE_HEARTBEAT_SECONDS = envint("NODE_HEARTBEAT_SECONDS", 30)
 NODE_OFFLINE_AFTER_SECONDS = envint("NODE_OFFLINE_AFTER_SECONDS", 90)
 ENROLMENT_TOKEN_TTL_HOURS = envint("ENROLMENT_TOKEN_TTL_HOURS", 24)
+# Buyers' trials (fleet.services.trials): how long one may last (a week: the seeds' "rent it
+# for a short trial" is days, not months) and how many tokens a buyer may ask for a day.
+TRIAL_MAX_HOURS = envint("TRIAL_MAX_HOURS", 168)
+TRIAL_DEFAULT_HOURS = envint("TRIAL_DEFAULT_HOURS", 24)
+TRIAL_TOKENS_PER_DAY = envint("TRIAL_TOKENS_PER_DAY", 5)
 RESULT_MAX_BYTES = envint("RESULT_MAX_BYTES", 1_000_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RESULT_MAX_BYTES
 # The URL nodes use to reach this API (given to them at enrolment).
@@ -296,8 +324,10 @@ SCORE_WEIGHTS = {
 # hours; the suite and profile they run; how long one waits for a buyer's job to end.
 RETEST_PER_DAY = envint("RETEST_PER_DAY", 4)
 RETEST_TICK_SECONDS = envint("RETEST_TICK_SECONDS", 60)
-RETEST_SUITE = env("RETEST_SUITE", "retest") or "retest"
-RETEST_PROFILE = env("RETEST_PROFILE", "retest") or "retest"
+# A re-test is a buyer's most common request (the full suite, quick profile), so that the
+# host cannot tell it from one; the "retest" suite and profile remain for old records.
+RETEST_SUITE = env("RETEST_SUITE", "full") or "full"
+RETEST_PROFILE = env("RETEST_PROFILE", "quick") or "quick"
 RETEST_DEFER_SECONDS = envint("RETEST_DEFER_SECONDS", 1200)
 RETEST_MAX_DEFERRALS = envint("RETEST_MAX_DEFERRALS", 6)
 # A re-test due longer ago than this when the scheduler gets to it is skipped, not run.
@@ -305,6 +335,8 @@ RETEST_STALE_SECONDS = envint("RETEST_STALE_SECONDS", 3600)
 # Longest pause a provider may ask for at once, and the window stability is judged over.
 RETEST_MAX_PAUSE_HOURS = envint("RETEST_MAX_PAUSE_HOURS", 72)
 STABILITY_WINDOW_DAYS = envint("STABILITY_WINDOW_DAYS", 7)
+# A node is "new" on the board until its host has a week of the platform's re-tests.
+NEW_NODE_DAYS = envint("NEW_NODE_DAYS", 7)
 CELERY_BEAT_SCHEDULE["retests"] = {"task": "jobs.retests", "schedule": float(RETEST_TICK_SECONDS)}
 
 # --- Certification ----------------------------------------------------------------------
@@ -312,6 +344,8 @@ CERT_SIGNING_KEY_FILE = env("CERT_SIGNING_KEY_FILE") or str(BASE_DIR / "var" / "
 CERT_VALID_DAYS = envint("CERT_VALID_DAYS", 30)
 CERT_RENEW_DAYS_BEFORE = envint("CERT_RENEW_DAYS_BEFORE", 5)
 # The job profile of certification runs ("default": the field's usual durations).
+# A provider's certification requests per node a day (the platform's renewals not counted).
+CERTIFICATION_REQUESTS_PER_DAY = envint("CERTIFICATION_REQUESTS_PER_DAY", 3)
 CERTIFICATION_JOB_PROFILE = env("CERTIFICATION_JOB_PROFILE", "default") or "default"
 CELERY_BEAT_SCHEDULE["renew-certificates"] = {"task": "certification.renew_certificates",
                                               "schedule": 3600.0}

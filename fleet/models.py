@@ -32,12 +32,13 @@ class ReferenceEndpoint(models.Model):
     host = models.CharField(max_length=255)
     iperf3_port = models.PositiveIntegerField(default=5201)
     echo_port = models.PositiveIntegerField(null=True, blank=True)
-    # Where the platform reads this endpoint's own iperf3 log (iperf3 -s -J --logfile), to
-    # check what hosts report against what the reference measured; empty: not readable.
-    report_log = models.CharField(max_length=500, blank=True)
-    # Its echo server's own record of each run's round trips (echo-server --log), keyed by
-    # the run's token; empty: TCP RTT to it stays host-reported.
-    echo_log = models.CharField(max_length=500, blank=True)
+    # The reference's agent (`benchctl reference-agent`, on the reference's own host) hands
+    # in what its iperf3 and echo servers recorded over the API with this key; the web tier
+    # reads no file of the reference's. Empty: no agent, every figure to it host-reported.
+    key_digest = models.CharField(max_length=64, blank=True)
+    # Unix time up to which the agent has handed in every record its servers wrote (its
+    # last post): a result is judged once the records of the run's turns are in.
+    records_through = models.FloatField(null=True, blank=True)
     node = models.ForeignKey("Node", null=True, blank=True, on_delete=models.CASCADE,
                              related_name="dedicated_endpoints")
 
@@ -49,6 +50,18 @@ class ReferenceEndpoint(models.Model):
     def as_peer(self) -> PeerSpec:
         return {"name": f"reference:{self.region.code}:{self.name}", "host": self.host,
                 "iperf3_port": self.iperf3_port, "echo_port": self.echo_port}
+
+    def server_id(self) -> int:
+        """The iperf3 server this endpoint is on: the first endpoint with its host and port.
+        Endpoints on one server (a node's own relayed echo path beside its region's
+        reference) share its turns and its records. Read once per instance: a result's
+        review asks for it per presented test."""
+        cached = self.__dict__.get("_server_id")
+        if cached is None:
+            first = (ReferenceEndpoint.objects.filter(host=self.host, iperf3_port=self.iperf3_port)
+                     .order_by("pk").values_list("pk", flat=True).first())
+            cached = self.__dict__["_server_id"] = int(first if first is not None else self.pk)
+        return int(cached)
 
     @staticmethod
     def for_node(node: Node) -> list[ReferenceEndpoint]:
@@ -85,6 +98,11 @@ class EnrolmentToken(models.Model):
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
     node = models.OneToOneField("Node", null=True, blank=True, on_delete=models.SET_NULL)
+    # A buyer's trial token (trials.create_token): the host it enrols is the buyer's agent on
+    # an instance of this node they rent, its key the buyer's alone, until trial_ends_at.
+    trial_of = models.ForeignKey("Node", null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="+")
+    trial_ends_at = models.DateTimeField(null=True, blank=True)
 
 
 class Node(models.Model):
@@ -114,9 +132,25 @@ class Node(models.Model):
     # Link speeds (Mbit/s) of its NICs as it reported them once, at enrolment: a later
     # result cannot raise the ceiling its throughput figures are checked against.
     enrolled_nic_mbps = models.JSONField(default=list, blank=True)
+    # Its block devices (name, rotational) as it listed them at enrolment: what its storage
+    # IOPS are bounded by (contract/storage_devices.py); a later result cannot add disks.
+    enrolled_disks = models.JSONField(default=list, blank=True)
     # The address other nodes reach it at (its iperf3 server, DDP rendezvous); optional.
     address = models.CharField(max_length=255, blank=True)
+    # The source address the platform saw the host enrol from. With ``address``, the only
+    # addresses a reference's record of a test may come from to count as this node's.
+    observed_address = models.GenericIPAddressField(null=True, blank=True)
     iperf3_port = models.PositiveIntegerField(default=5201)
+    # The node this host was enrolled as before (fleet.services.identity), if any.
+    predecessor = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="successors")
+    # A buyer's trial agent (fleet.services.trials): its runs measure ``trial_of`` and are
+    # buyer-measured; only ``trial_buyer`` may ask for them, and its key ends with the trial.
+    trial_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="trial_agents")
+    trial_buyer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.CASCADE, related_name="trial_agents")
+    trial_ends_at = models.DateTimeField(null=True, blank=True)
     # What the provider charges for it, per month, for price-performance.
     monthly_price_cny = models.PositiveIntegerField(null=True, blank=True)
     # From the inventory it last reported: "none" on a host without an NVIDIA GPU.
@@ -140,6 +174,12 @@ class Node(models.Model):
         return ", ".join(names)[:128] or "unknown"
 
     @staticmethod
+    def disks_of(inventory: dict[str, object]) -> list[dict[str, object]]:
+        disks = inventory.get("disks")
+        return [{"name": str(d.get("name", ""))[:64], "rotational": bool(d.get("rotational"))}
+                for d in (disks if isinstance(disks, list) else [])[:256] if isinstance(d, dict)]
+
+    @staticmethod
     def nic_speeds_of(inventory: dict[str, object]) -> list[int]:
         nics = inventory.get("nics")
         if not isinstance(nics, list):
@@ -149,12 +189,35 @@ class Node(models.Model):
                       if isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0)
 
     @property
+    def is_trial_agent(self) -> bool:
+        return self.trial_of_id is not None
+
+    @property
+    def measured_node_id(self) -> int:
+        """The node its figures belong to on the board: a trial agent measures its node."""
+        return int(self.trial_of_id or self.pk)
+
+    def known_addresses(self) -> set[str]:
+        """Where this node's tests towards a reference may come from (enrolled, observed)."""
+        return {a for a in (self.address, self.observed_address) if a}
+
+    @property
     def online(self) -> bool:
         """Seen within NODE_OFFLINE_AFTER_SECONDS (its worker heartbeats more often)."""
         if self.last_seen_at is None:
             return False
         age = (timezone.now() - self.last_seen_at).total_seconds()
         return age <= settings.NODE_OFFLINE_AFTER_SECONDS
+
+
+class HostKey(models.Model):
+    """One hardware key of an enrolled host (a GPU UUID or serial, a burned-in MAC)."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="host_keys")
+    key = models.CharField(max_length=128, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "key"], name="one_key_per_node")]
 
 
 class RetestPause(models.Model):

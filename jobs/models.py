@@ -101,16 +101,50 @@ class Sample(models.Model):
     cv = models.FloatField(null=True)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # host-reported, or platform-verified: a reference endpoint's own record of the same
-    # test matched (evidence_source names it, and the value is the reference's figure).
+    # The evidence ladder, best first: platform-verified (a reference endpoint's own record
+    # of the same test matched; evidence_source names it, and the value is the reference's
+    # figure), buyer-measured (a buyer's trial agent on an instance it rents), host-reported
+    # (the provider's host says so).
     evidence = models.CharField(max_length=20, default="host-reported")
     evidence_source = models.CharField(max_length=255, blank=True)
 
     HOST_REPORTED = "host-reported"
+    BUYER_MEASURED = "buyer-measured"
     PLATFORM_VERIFIED = "platform-verified"
+    LADDER = (PLATFORM_VERIFIED, BUYER_MEASURED, HOST_REPORTED)
+    # What the default board, the score, certification and estimates stand on.
+    MEASURED = (PLATFORM_VERIFIED, BUYER_MEASURED)
 
     class Meta:
         indexes = [models.Index(fields=["run", "metric"])]
+
+
+class ReferenceRecord(models.Model):
+    """What a reference's own server recorded of one test, as its agent handed it in.
+
+    The payload is the platform's own parse of the server's raw report (the agent sends
+    what the server wrote; benchmarks.parsers.iperf3_server and the echo record parser read
+    it here), so an agent can add nothing a server did not write.
+    """
+
+    IPERF3, ECHO = "iperf3", "echo"
+    KINDS = [(IPERF3, "iperf3 server report"), (ECHO, "echo server record")]
+
+    # The server's endpoint (ReferenceEndpoint.server_id): endpoints on one server share it.
+    endpoint = models.ForeignKey("fleet.ReferenceEndpoint", on_delete=models.CASCADE,
+                                 related_name="records")
+    kind = models.CharField(max_length=8, choices=KINDS)
+    key = models.CharField(max_length=128)  # the iperf3 test's cookie, or the run's echo token
+    client = models.CharField(max_length=64)  # the address the server saw the test come from
+    started = models.FloatField()  # unix seconds, the server's clock
+    payload = models.JSONField()
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "kind", "key", "started"],
+                                               name="one_reference_record_per_test")]
+        indexes = [models.Index(fields=["endpoint", "kind", "started"]),
+                   models.Index(fields=["endpoint", "kind", "key"])]
 
 
 class ReferenceRecordUse(models.Model):
@@ -145,8 +179,9 @@ class LinkResult(models.Model):
     """One direction of one link in a multi-node job: ``source`` sent, ``target`` received.
 
     Both ends' views: the sender's iperf3 client (its sample) and the receiving node's own
-    iperf3 server log of the same tests, matched by cookie. The link is ``confirmed`` when
-    the two counts agree within LINK_AGREEMENT; its figure is then the receiver's count.
+    iperf3 server log of the same tests, matched by cookie. The link is ``agreed`` when
+    the two counts agree within LINK_AGREEMENT (its figure is then the receiver's count), and
+    ``confirmed`` when they agree and the receiver is another provider's host.
     """
 
     job = models.ForeignKey(BenchmarkJob, on_delete=models.CASCADE, related_name="links")
@@ -156,6 +191,9 @@ class LinkResult(models.Model):
     sender_gbps = models.FloatField(null=True)
     receiver_gbps = models.FloatField(null=True)
     rtt_ms = models.FloatField(null=True)  # source -> target (ICMP avg); the reverse row has the other way
+    # Both ends counted the same tests; confirmed only when the receiver is another
+    # provider's host (two hosts of one provider can agree on a lie).
+    agreed = models.BooleanField(default=False)
     confirmed = models.BooleanField(default=False)
     ranked = models.BooleanField(default=False)  # the job's runs all rank (a published profile)
     profile = models.CharField(max_length=16, default="default")
@@ -190,6 +228,10 @@ class ClusterResult(models.Model):
     figures = models.JSONField(default=dict)
     slowest_link_gbps = models.FloatField(null=True)
     measured_at = models.DateTimeField()
+    # The evidence ladder (Sample.LADDER): buyer-measured when every run was on a trial agent
+    # of the buyer who asked (the nodes are then the provider's nodes those agents measure);
+    # otherwise the hosts' own word. Only measured clusters rank by default.
+    grade = models.CharField(max_length=24, default="host-reported")
 
     class Meta:
         indexes = [models.Index(fields=["size", "gpu_model", "measured_at"])]
@@ -204,6 +246,20 @@ class ReferenceSlot(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     expires_at = models.DateTimeField()
     taken_at = models.DateTimeField()  # when this run's hold began (asking again extends it)
+
+
+class ReferenceTurn(models.Model):
+    """When a run held a reference server's turn: every test the server logged from the
+    node's address inside it is that run's, and must be among the tests it presents (a
+    host may not run several and show the best)."""
+
+    endpoint = models.ForeignKey("fleet.ReferenceEndpoint", on_delete=models.CASCADE,
+                                 related_name="+")  # the server's (ReferenceEndpoint.server_id)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="reference_turns")
+    # The attempt that held it: a killed attempt's tests are not the next attempt's to show.
+    attempt = models.UUIDField(null=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField()  # moved on each extension, and to the give-back
 
 
 class ReferenceQueue(models.Model):

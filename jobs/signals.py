@@ -11,3 +11,7 @@ run_stored = Signal()
 # Every run of a job has finished; sent after commit with ``job_id`` and ``requested_by``
 # (the run's requester: buyer, provider or platform). A single-node job costs no query.
 job_finished = Signal()
+
+# A result's inventory names GPU boards the node did not enrol with (``node``, ``reason``);
+# sent after commit. What vouched for the old boards (certificates) no longer does.
+hardware_changed = Signal()

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ CERTIFY_NODE, CERTIFY_PROFILE = "hz-a100-01", "single-node-training"
 CERTIFICATION_JOB_PROFILE = "quick"
 CERTIFICATION_TIMEOUT_S = 600
 BOARD_METRIC = "network.tcp_throughput"
+# The buyer's trial of each node: long enough to measure, short as a real trial.
+TRIAL_HOURS = 2
 # Stable or shared, on a compressed clock: one round of the platform's re-tests per hour
 # shown, for a node whose link the lab slows in the evening (a neighbour's traffic) and one
 # whose link stays as it is. Network re-tests only, on the re-test profile (a minute or two).
@@ -112,6 +115,8 @@ class Demo:
         set_prices(api, nodes)
         certified = obtain_certificate(api, next(n for n in nodes if n["name"] == CERTIFY_NODE),
                                        seed["network_profile"])
+        trial = self.buyer_trials(api, seed["buyer_token"], nodes)
+        print_trials(trial)
         print_board(api, seed["buyer_token"])
         stability = self.stability_rounds(api, seed["buyer_token"], nodes) if self.lab else {}
         demo = DemoRun(api=api, job_id=int(job["id"]), nodes=nodes, seed=seed,
@@ -122,6 +127,43 @@ class Demo:
             say("press Ctrl-C to stop everything")
             while True:
                 time.sleep(3600)
+
+    def buyer_trials(self, api: str, token: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+        """The buyer rents each node for a short trial and measures its storage with an agent
+        of its own (`benchctl enroll --trial` on the instance, in the node's namespace here):
+        figures the provider's host only reported become buyer-measured, and the nodes score."""
+        headers = {"Authorization": f"Token {token}"}
+        enrolling = []
+        for node in nodes:
+            response = requests.post(f"{api}/api/v1/nodes/{node['id']}/trial-tokens",
+                                     headers=headers, json={"hours": TRIAL_HOURS}, timeout=10)
+            response.raise_for_status()
+            config = VAR / f"trial-{node['name']}.json"
+            enrolling.append((node, config, procs.start(f"trial-enrol-{node['name']}", self.on(
+                node["name"], [sys.executable, "-m", "workers.cli", "--config", str(config),
+                               "enroll", "--trial", "--url", api,
+                               "--token", response.json()["token"]]),
+                self.logs, env={"PYTHONPATH": str(REPO)})))
+        workers = []
+        for node, config, enrol in enrolling:
+            if enrol.popen.wait(60) != 0:
+                raise RuntimeError(f"the trial agent of {node['name']} did not enrol:\n{enrol.log()}")
+            workers.append((node, config, self.keep(procs.start(
+                f"trial-worker-{node['name']}", self.on(node["name"], [
+                    sys.executable, "-m", "workers.cli", "--config", str(config), "worker"]),
+                self.logs, env={"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}))))
+        agents = {}
+        for node, config, worker in workers:
+            procs.wait_worker_ready(worker, timeout=120)
+            agents[int(json.loads(config.read_text())["node_id"])] = node["name"]
+        say(f"the buyer rents each node for a {TRIAL_HOURS} h trial: its own agents "
+            f"{', '.join(f'{a} ({n})' for a, n in agents.items())} measure their storage")
+        job = self.run_job(api, token, list(agents), "storage", "the buyer's trial agents")
+        return {"job": job, "agents": agents}
+
+    def on(self, name: str, argv: list[str]) -> list[str]:
+        """A command as it runs on that node's host: in its namespace in the lab."""
+        return self.lab.lab.exec_argv(name, argv) if self.lab is not None else argv
 
     def stability_rounds(self, api: str, token: str, nodes: list[dict[str, Any]]
                          ) -> dict[str, str]:
@@ -185,21 +227,27 @@ class Demo:
             self.keep(procs.start_iperf3_server(iperf3_port, self.logs, report_log=report_log))
             echo_log = self.logs / f"reference-{region}-echo.jsonl"
             self.keep(procs.start_echo_server(echo_port, self.logs, record_log=echo_log))
+            key_file = self.logs / f"reference-{region}.key"
             self.platform.register_endpoint(region, "ref1", "127.0.0.1", iperf3_port, echo_port,
-                                            None, str(report_log), str(echo_log))
+                                            None, key_file)
+            self.keep(procs.start_reference_agent(api, key_file, report_log, echo_log, self.logs))
             node_id, _, _ = self.platform.enrol_loopback_node(seed["providers"][provider], region, name)
             say(f"node worker {name} (node {node_id}) is consuming its own queue")
             nodes.append(node_entry(name, node_id, provider, price, seed))
         return nodes
 
     def benchmark(self, api: str, token: str, node_ids: list[int]) -> dict[str, Any]:
+        return self.run_job(api, token, node_ids, "full", f"{len(node_ids)} nodes")
+
+    def run_job(self, api: str, token: str, node_ids: list[int], suite: str,
+                what: str) -> dict[str, Any]:
         headers = {"Authorization": f"Token {token}"}
         response = requests.post(f"{api}/api/v1/benchmarks", headers=headers, timeout=10,
                                  # The quick profile as published, so the figures rank.
-                                 json={"nodes": node_ids, "suite": "full", "profile": "quick"})
+                                 json={"nodes": node_ids, "suite": suite, "profile": "quick"})
         response.raise_for_status()
         url = response.json()["url"]
-        say(f"submitted the full suite (quick profile) on {len(node_ids)} nodes: {url}")
+        say(f"submitted the {suite} suite (quick profile) on {what}: {url}")
         last = ""
         while True:
             job: dict[str, Any] = requests.get(url, headers=headers, timeout=10).json()
@@ -314,6 +362,21 @@ def cell(value: float | None, fmt: str, width: int = 13) -> str:
     return f"{fmt.format(value) if value is not None else '-':>{width}}"
 
 
+def print_trials(trial: dict[str, Any]) -> None:
+    """What the buyer's agents measured, beside what the providers' hosts reported."""
+    print("\nThe buyer's trials (buyer-measured: an agent only the buyer holds, on the node):")
+    print(f"{'node':<13}{'agent':>8}" + "".join(f"{c[0]:>13}" for c in COLUMNS[2:]) + "  evidence")
+    for run in trial["job"]["runs"]:
+        name = trial["agents"].get(run["node"]["id"], run["node"]["name"])
+        if run["status"] != "succeeded":
+            print(f"{name:<13}{run['status']}: {run['error'][:200]}")
+            continue
+        grades = sorted({s["evidence"] for s in run["samples"]})
+        print(f"{name:<13}{run['node']['id']:>8}"
+              + "".join(cell(worst(run["samples"], m), fmt) for _, m, fmt in COLUMNS[2:])
+              + f"  {', '.join(grades)}")
+
+
 def print_comparison(job: dict[str, Any]) -> None:
     print("\nEach node alone (to its region's reference endpoint, its own storage):")
     print(f"{'node':<13}{'provider':<19}{'region':<20}" + "".join(f"{c[0]:>13}" for c in COLUMNS))
@@ -325,13 +388,15 @@ def print_comparison(job: dict[str, Any]) -> None:
         print(f"{node['name']:<13}{node['provider']:<19}{node['province'] + '/' + node['city']:<20}"
               + "".join(cell(worst(run["samples"], m), fmt) for _, m, fmt in COLUMNS))
     if job.get("links"):
-        print("\nEach link (sender -> receiver; confirmed: the receiver's own iperf3 log agrees):")
+        print("\nEach link (sender -> receiver; confirmed: the receiver's own iperf3 log agrees and "
+              "it is another provider's host; agreed: one provider's two hosts agree):")
         print(f"{'from':<13}{'to':<13}{'Gbit/s':>10}{'sender':>10}{'receiver':>10}{'RTT ms':>9}"
               "  confirmed")
         for li in job["links"]:
             print(f"{li['from_name']:<13}{li['to_name']:<13}{cell(li['throughput_gbps'], '{:.3f}', 10)}"
                   f"{cell(li['sender_gbps'], '{:.3f}', 10)}{cell(li['receiver_gbps'], '{:.3f}', 10)}"
-                  f"{cell(li['rtt_ms'], '{:.2f}', 9)}  {'yes' if li['confirmed'] else 'no'}")
+                  f"{cell(li['rtt_ms'], '{:.2f}', 9)}  "
+                  f"{'yes' if li['confirmed'] else 'agreed' if li.get('agreed') else 'no'}")
     cluster = job.get("cluster")
     if cluster:
         print(f"\nThe cluster as a whole: {cluster['name']}"

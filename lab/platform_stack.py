@@ -86,12 +86,13 @@ class PlatformStack:
         return done.stdout
 
     def register_endpoint(self, region: str, name: str, host: str, iperf3_port: int,
-                          echo_port: int, node_id: int | None, report_log: str = "",
-                          echo_log: str = "") -> None:
-        """Declare a reference endpoint (LabStack calls this for each it starts)."""
+                          echo_port: int, node_id: int | None,
+                          key_file: Path | None = None) -> None:
+        """Declare a reference endpoint (LabStack calls this for each it starts); with
+        ``key_file``, its agent's new key is written there."""
         self.manage("reference_endpoint", region, name, host, f"--iperf3-port={iperf3_port}",
-                    f"--echo-port={echo_port}", f"--report-log={report_log}",
-                    f"--echo-log={echo_log}",
+                    f"--echo-port={echo_port}",
+                    *([f"--key-file={key_file}"] if key_file is not None else []),
                     *([f"--node={node_id}"] if node_id is not None else []))
 
     def enrol_loopback_node(self, provider: dict[str, Any], region: str, name: str,

@@ -152,6 +152,23 @@ def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
     return proc
 
 
+def reference_agent_argv(api_url: str, key_file: Path, iperf3_log: Path,
+                         echo_log: Path | None) -> list[str]:
+    """`benchctl reference-agent`: hands the reference's records in over the API (how far
+    it has, kept beside its key)."""
+    return [sys.executable, "-m", "workers.cli", "reference-agent", "--url", api_url,
+            "--key-file", str(key_file), "--state", str(key_file.with_suffix(".handed-in")),
+            "--iperf3-log", str(iperf3_log),
+            *(["--echo-log", str(echo_log)] if echo_log else []), "--interval", "0.2"]
+
+
+def start_reference_agent(api_url: str, key_file: Path, iperf3_log: Path,
+                          echo_log: Path | None, log_dir: Path) -> Proc:
+    return start(f"reference-agent-{key_file.stem}",
+                 reference_agent_argv(api_url, key_file, iperf3_log, echo_log), log_dir,
+                 env={"PYTHONPATH": str(REPO)})
+
+
 def _port_open(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):

@@ -23,8 +23,9 @@ IPERF3_PORT = 5201
 ECHO_PORT = 7007
 RELAY_PORT_BASE = 17000
 
-# register(region, name, host, iperf3_port, echo_port, node_id or None, report_log, echo_log)
-RegisterEndpoint = Callable[[str, str, str, int, int, "int | None", str, str], None]
+# register(region, name, host, iperf3_port, echo_port, node_id or None, key_file or None):
+# with a key file, the platform writes the new key of the endpoint's agent there.
+RegisterEndpoint = Callable[[str, str, str, int, int, "int | None", "Path | None"], None]
 
 
 @dataclass
@@ -71,12 +72,15 @@ class LabStack:
             self.relay(f"uplink-{host.name}", [f"127.0.0.1:{self.api_port}=unix:{api_sock}",
                                                f"127.0.0.1:{self.redis_port}=unix:{redis_sock}"],
                        host=host.name)
+        for ref in self.lab.spec.references():  # its agent posts records; no broker
+            self.relay(f"uplink-{ref.name}", [f"127.0.0.1:{self.api_port}=unix:{api_sock}"],
+                       host=ref.name)
         for ref in self.lab.spec.references():
             self.start_reference(ref.name)
 
     def start_reference(self, name: str) -> None:
         addr = self.lab.address(name)
-        # -J --logfile: the reference's own report of every test, read by certification.
+        # -J --logfile: the reference's own report of every test, its agent hands them in.
         # (restarted when it exits: with -J, iperf3 3.12's server exits after a failed test)
         self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, [
             "sh", "-c", f"while :; do iperf3 -s -B {addr} -p {IPERF3_PORT} -J --logfile "
@@ -96,11 +100,16 @@ class LabStack:
         return self.work_dir / f"echo-{reference}.jsonl"
 
     def register_references(self, register: RegisterEndpoint) -> None:
-        """Each region's reference, and per node with added latency its own relayed path."""
+        """Each region's reference, with its agent in its own namespace handing its records
+        in, and per node with added latency its own relayed path (on the same servers)."""
         for ref in self.lab.spec.references():
             addr = self.lab.address(ref.name)
-            log, echo_log = str(self.report_log(ref.name)), str(self.echo_log(ref.name))
-            register(ref.region, ref.name, addr, IPERF3_PORT, ECHO_PORT, None, log, echo_log)
+            key_file = self.work_dir / f"{ref.name}.key"
+            register(ref.region, ref.name, addr, IPERF3_PORT, ECHO_PORT, None, key_file)
+            self.keep(procs.start(f"reference-agent-{ref.name}", self.lab.exec_argv(
+                ref.name, procs.reference_agent_argv(
+                    f"http://127.0.0.1:{self.api_port}", key_file, self.report_log(ref.name),
+                    self.echo_log(ref.name))), self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
             for i, node in enumerate(self.lab.spec.nodes()):
                 if node.region != ref.region or not node.delay_ms or node.name not in self.nodes:
                     continue
@@ -108,7 +117,7 @@ class LabStack:
                 self.relay(f"delay-{node.name}", [f"{addr}:{port}={addr}:{ECHO_PORT}"],
                            host=ref.name, delay_ms=node.delay_ms)
                 register(ref.region, f"{ref.name}-{node.name}", addr, IPERF3_PORT, port,
-                         self.nodes[node.name].node_id, log, echo_log)
+                         self.nodes[node.name].node_id, None)
 
     def enrol_nodes(self, api_url: str, provider_token: Callable[[str, str], tuple[int, str]]) -> None:
         """Enrol every node host through the real path, from inside its namespace.

@@ -236,6 +236,7 @@ class LinkCell:
     gbps: float | None
     rtt_ms: float | None
     confirmed: bool
+    agreed: bool = False  # both ends counted the same, but they are one provider's hosts
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,7 @@ class MatrixWords:
     receiver: str = "receiver"
     confirmed: str = "confirmed by both ends"
     unconfirmed: str = "not confirmed by the receiver"
+    agreed: str = "both ends agree, but both are the provider's hosts"
 
 
 def link_matrix(names: Sequence[str], cells: Sequence[LinkCell], words: MatrixWords | None = None,
@@ -277,7 +279,8 @@ def link_matrix(names: Sequence[str], cells: Sequence[LinkCell], words: MatrixWo
         share = (c.gbps or 0.0) / fastest
         colour = f"hsl({120 * share:.0f}, 60%, {55 if c.gbps is not None else 90}%)"
         rtt = f", RTT {number(c.rtt_ms)} ms" if c.rtt_ms is not None else ""
-        state = words.confirmed if c.confirmed else words.unconfirmed
+        state = (words.confirmed if c.confirmed else words.agreed if c.agreed
+                 else words.unconfirmed)
         figure = number(c.gbps) if c.gbps is not None else "–"
         parts.append(f'<rect class="cell" x="{x}" y="{y:.1f}" width="{cell_w - 2}" height="{cell_h - 2}" '
                      f'fill="{colour}"><title>{escape(c.source)} → {escape(c.target)}: '

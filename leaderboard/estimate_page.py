@@ -26,6 +26,7 @@ from leaderboard import charts, page, words
 from leaderboard.services import estimate, estimate_board
 from leaderboard.services.estimate import Workload
 from leaderboard.services.estimate_board import Candidate, Selection
+from leaderboard.services.ranking import EVIDENCE_CHOICES
 
 MAX_JOB_NODES = 8  # the form's choice; the API takes more
 MAX_GPUS_PER_NODE = 64  # as the API (api/estimate_serializers.py)
@@ -49,6 +50,7 @@ class Job:
     workload: Workload
     region: str = ""
     rank_by: str = "cost"
+    evidence: str = ""  # the board's class: measured figures unless "any" is asked for
 
 
 # --- the form ------------------------------------------------------------------------------
@@ -77,8 +79,12 @@ def job_from_query(query: Mapping[str, Any], nodes_key: str = "nodes", default_n
     if region and regions is not None and region not in regions:
         raise BadJob(_html(_("“%(value)s” is not a region on the board."),
                            value=no_translate(region[:40])))
+    evidence = str(query.get("evidence") or "")
+    if evidence not in ("", *EVIDENCE_CHOICES):
+        raise BadJob(_html(_("Evidence is verified, measured or any, not “%(value)s”."),
+                           value=no_translate(evidence[:40])))
     return Job(estimate.from_preset(name, steps=steps, nodes=nodes, gpus_per_node=gpus),
-               region, rank_by)
+               region, rank_by, evidence)
 
 
 def whole(query: Mapping[str, Any], key: str, label: str, low: int, high: int,
@@ -185,6 +191,15 @@ REASONS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], SafeString]]] = [
         "Not a ranked offer: measured with custom parameters or across providers."))),
     (re.compile(r"a cluster of (\d+) nodes; the job runs on (\d+)"), lambda m: _html(_(
         "A cluster of %(size)s nodes; the job runs on %(nodes)s."), size=m[1], nodes=m[2])),
+    (re.compile(r"no measured (\S+) figure on the board \((\S+) profile\) for (.+)$"),
+     lambda m: _html(_(
+         "No measured %(metric)s figure on the board (test profile %(profile)s) for "
+         "%(names)s: only the provider's host reported it. A trial measures it."),
+         metric=words.label(m[1]), profile=format_html('<code translate="no">{}</code>', m[2]),
+         names=no_translate(m[3]))),
+    (re.compile(r"its figures are its hosts' own"), lambda m: _html(_(
+        "Its figures are its hosts' own (host-reported): no buyer has measured this cluster "
+        "with trial agents."))),
     (re.compile(r"no (\S+) figure on the board \((\S+) profile\) for (.+)$"), lambda m: _html(_(
         "No %(metric)s figure on the board (test profile %(profile)s) for %(names)s."),
         metric=words.label(m[1]), profile=format_html('<code translate="no">{}</code>', m[2]),
@@ -228,6 +243,7 @@ class Row:
     unmeasured: str = ""  # the parts without a figure, in a sentence
     what_ifs: list[str] = field(default_factory=list)
     skipped: SafeString | str = ""
+    evidence: str = ""  # the lowest rung of the figures the estimate stands on
 
 
 def money(value: float | None) -> str:
@@ -254,6 +270,7 @@ def row(c: Candidate, places: Mapping[str, Region], names: Mapping[int, str]) ->
         return out
     out.step, out.hours, out.cost = charts.number(e.step_s), charts.number(e.hours), money(e.cost_cny)
     out.hours_value, out.cost_value = e.hours, e.cost_cny
+    out.evidence = c.evidence
     out.parts = parts(e)
     out.summary = estimate_board.summary(e)
     if e.unmeasured:
@@ -282,7 +299,8 @@ def rows(found: list[Candidate]) -> list[Row]:
 
 def ranked(job: Job) -> list[Row]:
     """The board's candidates for this job, estimated and ranked; the skipped ones last."""
-    found = rows(estimate_board.rank(job.workload, Selection(region=job.region), job.rank_by))
+    found = rows(estimate_board.rank(job.workload, Selection(region=job.region,
+                                                             evidence=job.evidence), job.rank_by))
     link_clusters(found, job)
     return found
 
@@ -320,7 +338,8 @@ def compare_rows(job: Job, node_ids: list[int], cluster_ids: list[int],
     """The compare page's "estimate for your job" rows: one cell per candidate, in the
     page's column order, the quickest and the cheapest marked."""
     found = estimate_board.rank(job.workload, Selection(nodes=tuple(node_ids),
-                                                        clusters=tuple(cluster_ids)))
+                                                        clusters=tuple(cluster_ids),
+                                                        evidence=job.evidence))
     by_key = {(r.kind, r.id): r for r in rows(found)}
     cells = [by_key.get(k) for k in order]
     quickest = page.best_of([c.hours_value if c else None for c in cells], higher=False)

@@ -1,8 +1,9 @@
 """A summary table: each node's board value per metric, recomputed when a ranked run lands.
 
 The leaderboard reads this instead of scanning every sample. A value is the median of the
-node's last LEADERBOARD_RUNS ranked runs in the window, in two evidence classes: "verified"
-(only figures a reference endpoint's own record matched) and "any" (host-reported too).
+node's last LEADERBOARD_RUNS ranked runs in the window, in three evidence classes:
+"verified" (only figures a reference endpoint's own record matched), "measured" (those and
+buyer-measured ones: the default board) and "any" (host-reported too).
 """
 
 from django.db import models
@@ -11,7 +12,7 @@ from fleet.models import Node
 
 
 class LatestResult(models.Model):
-    VERIFIED, ANY = "verified", "any"
+    VERIFIED, MEASURED, ANY = "verified", "measured", "any"
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="latest_results")
     metric = models.CharField(max_length=64)
@@ -24,6 +25,8 @@ class LatestResult(models.Model):
     run_max = models.FloatField(null=True)
     # Every value aggregated was platform-verified; and who asked for those runs.
     verified = models.BooleanField(default=False)
+    # The lowest rung of the evidence ladder among the figures aggregated (Sample.LADDER).
+    grade = models.CharField(max_length=20, default="host-reported")
     evidence_source = models.CharField(max_length=255, blank=True)
     requested_by = models.CharField(max_length=64, blank=True)
     unit = models.CharField(max_length=16)

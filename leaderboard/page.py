@@ -187,9 +187,10 @@ def link_chart(found: list[LinkResult]) -> str:
     grid = links.matrix(found)
     return charts.link_matrix([n["name"] for n in grid["nodes"]], [
         charts.LinkCell(li["from_name"], li["to_name"], li["throughput_gbps"], li["rtt_ms"],
-                        li["confirmed"]) for li in grid["links"]],
+                        li["confirmed"], li["agreed"]) for li in grid["links"]],
         charts.MatrixWords(_("sender"), _("receiver"), _("confirmed by both ends"),
-                           _("not confirmed by the receiver")))
+                           _("not confirmed by the receiver"),
+                           _("both ends agree, but both are the provider's hosts")))
 
 
 def clusters_within(sections: Sections, filters: Filters) -> Sections:
@@ -277,6 +278,7 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
     nodes = {n.pk: n for n in Node.objects.filter(pk__in=node_ids, status=Node.Status.ACTIVE)
              .select_related("provider", "region")}
     values = node_values(list(nodes), profile, "any")
+    measured = node_values(list(nodes), profile)  # what the score stands on
     tiers = newest_valid(nodes)
     for pk in node_ids:
         if pk not in nodes:
@@ -285,14 +287,15 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
         out.append(Candidate("node", pk, n.name, node_url(pk), n.provider.name,
                              words.region(n.region.province, n.region.city), n.monthly_price_cny,
                              dict(v), diagnosis.diagnose(v),
-                             score.score(v).value, words.tier(tiers[pk].tier) if pk in tiers else ""))
+                             score.score(measured.get(pk, {})).value,
+                             words.tier(tiers[pk].tier) if pk in tiers else ""))
     found = {c.pk: c for c in ClusterResult.objects.filter(pk__in=cluster_ids, offer=True)
              .select_related("provider", "region").prefetch_related("nodes")}
     for pk in cluster_ids:
         if pk not in found:
             continue
         e = clusters.entry(found[pk])
-        figures = {m: f["value"] for m, f in e.result.figures.items() if isinstance(f, dict)}
+        figures = {m: f["value"] for m, f in e.figures.items() if isinstance(f, dict)}
         if e.result.slowest_link_gbps is not None:
             figures[clusters.SLOWEST_LINK] = e.result.slowest_link_gbps
         out.append(Candidate("cluster", pk, cluster_name(e.result), "",

@@ -43,10 +43,14 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         apart = entries(host_reported(filters, profile), profile, 0, filters.evidence)
         region_groups = groups(filters, "region")[0]
         kind_groups = groups(filters, "kind")[0]
-        cluster_sections = page.clusters_within(clusters.board(region=filters.region), filters)
+        cluster_sections = page.clusters_within(
+            clusters.board(region=filters.region, evidence=filters.evidence), filters)
+        cluster_claims = [] if filters.evidence == "any" else [
+            e for e in clusters.claims(region=filters.region) if page.within(e, filters)]
     except BadFilter as exc:
         filters = Filters(region=request.GET.get("region", ""))
         board, apart, region_groups, kind_groups, cluster_sections = [], [], [], [], []
+        cluster_claims = []
         profile, problem = "", str(exc)
     metric = metrics.METRICS.get(filters.metric) or metrics.METRICS[DEFAULT_METRIC]
     values = node_values((e.row.node_id for e in board), profile, filters.evidence) if board else {}
@@ -67,7 +71,8 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "city_chart": page.group_chart([g for g in region_groups if g.kind == "city"], metric),
         "kind_chart": page.group_chart(kind_groups, metric),
         "price_chart": page.price_chart(board, cluster_sections),
-        "cluster_sections": cluster_sections, "region_paths": links.region_paths(),
+        "cluster_sections": cluster_sections, "cluster_claims": cluster_claims,
+        "region_paths": links.region_paths(),
         # Every measured pair (the latest ranked test of each), up to MAX_MATRIX_NODES nodes.
         "link_chart": page.link_chart(board_links),
         "link_findings": clusters.link_findings(board_links),
@@ -123,10 +128,13 @@ def compare_page(request: HttpRequest) -> HttpResponse:
 
 
 def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
-    node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
+    node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id,
+                             trial_of__isnull=True)
     profile = request.GET.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
-    # A node's own page judges every figure it has, each marked with its evidence below.
+    # A node's own page diagnoses every figure it has, each marked with its evidence below;
+    # it scores the measured ones only, as the board does.
     values = node_values([node.pk], profile, "any").get(node.pk, {})
+    measured = node_values([node.pk], profile).get(node.pk, {})
     latest = LatestResult.objects.filter(node=node, profile=profile,
                                          evidence=LatestResult.ANY).order_by("metric")
     certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
@@ -135,11 +143,11 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     findings = diagnosis.diagnose(values) + stability_page.findings(stable)
     # Scored as the board scores it; unweighted (the default), its row reads "not measured"
     # with no figure beside it rather than a figure it does not count.
-    values = stability_board.scored(values, stable["figures"])
+    measured = stability_board.scored(measured, stable["figures"])
     return render(request, "leaderboard/node.html", {
         "node": node, "profile": profile, "latest": page.metric_rows(latest),
-        "histories": page.histories(node), "score": score.score(values),
-        "score_parts": page.score_parts(values), "findings": findings, "stability": stable,
+        "histories": page.histories(node), "score": score.score(measured),
+        "score_parts": page.score_parts(measured), "findings": findings, "stability": stable,
         "certificate": certificate, "inventory": page.inventory(node.inventory),
         "link_chart": page.link_chart(near), "link_findings": clusters.link_findings(near),
     })

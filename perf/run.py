@@ -253,11 +253,17 @@ class Bench:
 
     def suite_time(self, node_id: int) -> None:
         # The network probe needs its region's reference endpoint: iperf3 and TCP echo.
+        # Its records handed in by its agent, so the time includes the platform's evidence.
         iperf3_port, echo_port = procs.free_port(), procs.free_port()
-        self.platform.keep(procs.start_iperf3_server(iperf3_port, self.platform.logs))
-        self.platform.keep(procs.start_echo_server(echo_port, self.platform.logs))
+        logs = self.platform.logs
+        iperf3_log, echo_log, key_file = (logs / "bench-ref-iperf3.json",
+                                          logs / "bench-ref-echo.jsonl", logs / "bench-ref.key")
+        self.platform.keep(procs.start_iperf3_server(iperf3_port, logs, report_log=iperf3_log))
+        self.platform.keep(procs.start_echo_server(echo_port, logs, record_log=echo_log))
         self.platform.register_endpoint("hangzhou", "bench-ref", "127.0.0.1", iperf3_port,
-                                        echo_port, None)
+                                        echo_port, None, key_file)
+        self.platform.keep(procs.start_reference_agent(self.platform.api, key_file, iperf3_log,
+                                                       echo_log, logs))
         started = time.monotonic()
         job = self.wait(self.submit([node_id], "full", profile="quick",
                                     params={"training_ranks": 2}), poll=1)
@@ -351,15 +357,19 @@ def seed_scale(database_url: str, nodes: int, samples: int) -> None:
                     copy.write_row((run_id, metrics[k % len(metrics)], (node_id * 7 + k) % 1000 / 10,
                                     "x", 3, "{}", "2026-11-01T00:10:00Z", "host-reported", ""))
         with cur.copy("COPY leaderboard_latestresult (node_id, metric, profile, value, unit, n,"
-                      " run_id, measured_at, evidence, runs, verified, evidence_source, requested_by)"
-                      " FROM STDIN") as copy:
+                      " run_id, measured_at, evidence, runs, verified, grade, evidence_source,"
+                      " requested_by) FROM STDIN") as copy:
             for run_id, node_id in runs:
                 for m in metrics:
-                    # A verifiable metric ranks its verified rows by default: give it both.
-                    for evidence in ("any", "verified") if m.startswith("network.") else ("any",):
+                    # The default board ranks the measured class: every row has one (network
+                    # figures verified by the reference, the rest a buyer's trial's), and the
+                    # verifiable metrics a verified one too.
+                    network = m.startswith("network.")
+                    grade = "platform-verified" if network else "buyer-measured"
+                    for evidence in ("any", "measured", "verified") if network else ("any", "measured"):
                         copy.write_row((node_id, m, "default", (node_id * 13) % 1000 / 10, "x", 3,
-                                        run_id, "2026-11-01T00:10:00Z", evidence, 1,
-                                        evidence == "verified", "", "buyer"))
+                                        run_id, "2026-11-01T00:10:00Z", evidence, 1, network, grade,
+                                        "", "buyer"))
         # The rows above took their ids by hand: what enrols next must not collide with them.
         cur.execute("SELECT setval(pg_get_serial_sequence('fleet_node', 'id'),"
                     " (SELECT max(id) FROM fleet_node))")

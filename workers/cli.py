@@ -37,12 +37,16 @@ DOCTOR_WORDS = (
 
 def cmd_enroll(args: argparse.Namespace) -> int:
     data = enrol(args.url, args.token, address=args.address or "", inventory=inventory.collect(),
-                 iperf3_port=args.iperf3_port)
+                 iperf3_port=args.iperf3_port, trial=args.trial)
     data["api_url"] = args.url.rstrip("/")  # the URL that worked for us, not the platform's guess
     cfg = node_config.NodeConfig.from_dict(data)
     path = node_config.save(cfg, Path(args.config))
     print(_("enrolled as node {id} ({name}); credentials saved to {path} (mode 0600)").format(
         id=cfg.node_id, name=cfg.node_name, path=path))
+    if cfg.trial_of:
+        print(_("this is your trial agent of node {node} until {end}: its key is yours alone, "
+                "and its figures are buyer-measured").format(node=cfg.trial_of,
+                                                             end=cfg.trial_ends_at))
     if not cfg.broker_acl:
         print(_("warning: this platform runs without per-node broker users (insecure demo mode)"))
     print(_("start the worker with: {command}").format(command=f"benchctl --config {path} worker"))
@@ -64,6 +68,26 @@ def cmd_echo_server(args: argparse.Namespace) -> int:
 
     print(_("TCP echo server on {address}").format(address=f"{args.bind}:{args.port}"), flush=True)
     echo_server.run(args.bind, args.port, args.log)
+    return 0
+
+
+def cmd_reference_agent(args: argparse.Namespace) -> int:
+    from workers.host.reference_agent import ReferenceAgent
+
+    try:
+        key = Path(args.key_file).read_text().strip()
+    except OSError as exc:
+        print(_("cannot read the reference key {path}: {error} (the platform's operator writes "
+                "it with `manage.py reference_endpoint REGION NAME HOST --key-file FILE`)").format(
+                    path=args.key_file, error=exc.strerror), file=sys.stderr)
+        return 2
+    state = Path(args.state) if args.state else Path(args.iperf3_log).with_suffix(".handed-in")
+    agent = ReferenceAgent(args.url, key, Path(args.iperf3_log),
+                           Path(args.echo_log) if args.echo_log else None, state,
+                           interval=args.interval)
+    print(_("reference agent: handing in {logs} to {url}").format(
+        logs=", ".join(filter(None, [args.iperf3_log, args.echo_log])), url=args.url), flush=True)
+    agent.run(report=lambda line: print(line, flush=True))
     return 0
 
 
@@ -287,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             "node-to-node and multi-node training tests)"))
     enroll.add_argument("--iperf3-port", type=int, default=5201,
                         help=_("port of this host's iperf3 server (default: %(default)s)"))
+    enroll.add_argument("--trial", action="store_true",
+                        help=_("a buyer's trial token: enrol this rented instance as your own "
+                               "agent of the provider's node (POST /api/v1/nodes/ID/trial-tokens)"))
     enroll.set_defaults(func=cmd_enroll)
 
     worker = sub.add_parser("worker", help=_("run the node worker in the foreground"))
@@ -411,6 +438,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help=_("append the server's own record of each token-bearing connection "
                              "(JSON lines): the platform checks hosts' TCP RTT against it"))
     echo.set_defaults(func=cmd_echo_server)
+
+    agent = sub.add_parser("reference-agent", help=_(
+        "on a platform reference: hand in its servers' records to the platform"))
+    agent.add_argument("--url", required=True, help=_("the platform's URL"))
+    agent.add_argument("--key-file", required=True, help=_("the reference's key (mode 0600)"))
+    agent.add_argument("--iperf3-log", required=True, help=_("its `iperf3 -s -J --logfile`"))
+    agent.add_argument("--echo-log", default=None, help=_("its `benchctl echo-server --log`"))
+    agent.add_argument("--state", default=None, help=_(
+        "where the agent keeps how far it has handed in (default: beside the iperf3 log)"))
+    agent.add_argument("--interval", type=float, default=0.5,
+                       help=_("seconds between posts when nothing is new"))
+    agent.set_defaults(func=cmd_reference_agent)
     return parser
 
 

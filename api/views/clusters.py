@@ -34,7 +34,10 @@ class ClusterBoardView(APIView):
                          description=f"rank on this (default {clusters.DEFAULT_METRIC})"),
         OpenApiParameter("size", int, description="nodes per cluster"),
         OpenApiParameter("gpu_model", str, description='"" for clusters without NVIDIA GPUs'),
-        OpenApiParameter("region", str), OpenApiParameter("profile", str), FORMAT],
+        OpenApiParameter("region", str), OpenApiParameter("profile", str),
+        OpenApiParameter("evidence", str, enum=["verified", "measured", "any"], description=(
+            "measured (default): clusters a buyer measured with trial agents; any: the "
+            "providers' own runs too")), FORMAT],
         responses={200: ClusterBoardSerializer})
     def get(self, request: Request) -> Response:
         query = request.query_params
@@ -42,11 +45,18 @@ class ClusterBoardView(APIView):
         size = query.get("size") or ""
         if size and not size.isdigit():
             return error("size must be a whole number of nodes", 400, {"size": size[:32]})
-        sections = clusters.board(metric, int(size) if size else None, query.get("gpu_model"),
-                                  query.get("region") or "", query.get("profile") or "")
+        evidence = query.get("evidence") or ""
+        where = (int(size) if size else None, query.get("gpu_model"), query.get("region") or "",
+                 query.get("profile") or "")
+        sections = clusters.board(metric, *where, evidence=evidence)
         unit = "Gbit/s" if metric == clusters.SLOWEST_LINK else metrics.METRICS[metric].unit
-        return Response({"metric": metric, "unit": unit, "results": [
-            cluster_data(e, metric) for _, entries in sections for e in entries]})
+        # Listed apart, unranked: what only the providers' hosts measured.
+        apart = [] if evidence == "any" else clusters.claims(*where)
+        return Response({"metric": metric, "unit": unit, "evidence": evidence or "measured",
+                         "results": [cluster_data(e, metric) for _, entries in sections
+                                     for e in entries],
+                         "host_reported": [cluster_data(e, metric) | {"rank": None}
+                                           for e in apart]})
 
 
 def cluster_data(e: clusters.ClusterEntry, metric: str) -> dict[str, Any]:
@@ -62,7 +72,8 @@ def cluster_data(e: clusters.ClusterEntry, metric: str) -> dict[str, Any]:
         "allreduce_busbw_largest": e.value("training.allreduce_busbw_largest"),
         "step_time_ms": e.value("training.step_time"), "comm_share": e.value("training.comm_share"),
         "samples_per_s": e.value("training.samples_per_s"), "price_cny_month": e.price_cny_month,
-        "price_per_throughput": e.price_per_throughput, "evidence": "host-reported",
+        "price_per_throughput": e.price_per_throughput, "evidence": result.grade,
+        "runs": e.runs,
         "diagnosis": [f.__dict__ for f in e.findings],
         "id": result.pk}  # last: CSV readers keep the columns they had
 

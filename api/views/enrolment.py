@@ -26,6 +26,9 @@ class EnrolView(APIView):
         body = EnrolRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         creds = enrolment.redeem(body.validated_data["token"], body.validated_data["address"],
-                                 body.validated_data["inventory"], body.validated_data["iperf3_port"])
+                                 body.validated_data["inventory"], body.validated_data["iperf3_port"],
+                                 # The host's source as DRF sees it (NUM_PROXIES honoured).
+                                 observed_address=ScopedRateThrottle().get_ident(request),
+                                 trial=body.validated_data["trial"])
         return Response(NodeCredentialsSerializer(creds.as_config()).data,
                         status=status.HTTP_201_CREATED)

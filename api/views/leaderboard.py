@@ -145,7 +145,7 @@ class NodeHistoryView(LeaderboardBase):
                                OpenApiParameter("page_size", int, description="at most 2000")],
                    responses={200: HistorySerializer})
     def get(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id)
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True)
         metric = request.query_params.get("metric") or DEFAULT_METRIC
         raw_size = request.query_params.get("page_size") or str(HISTORY_PAGE)
         if not raw_size.isdigit():
@@ -180,16 +180,21 @@ class NodeReportView(APIView):
     @extend_schema(parameters=[OpenApiParameter("profile", str)],
                    responses={200: NodeReportSerializer})
     def get(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id)
+        node = get_object_or_404(Node.objects.select_related("provider", "region"), pk=node_id,
+                                 trial_of__isnull=True)
         profile = request.query_params.get("profile") or profile_for(Filters(metric=DEFAULT_METRIC))
         # Every figure, each marked with its evidence (as the node's page shows them).
         values = node_values([node.pk], profile, "any").get(node.pk, {})
-        # Scored as the board and the node's page score it (stability, where weighted).
+        measured = node_values([node.pk], profile).get(node.pk, {})
+        # Scored as the board and the node's page score it (measured figures, stability
+        # where weighted).
         found = stability_board.figures([node.pk], stability_board.WATCHED)[node.pk]
-        return Response(report_data(node, profile, stability_board.scored(values, found)))
+        return Response(report_data(node, profile, stability_board.scored(values, found),
+                                    stability_board.scored(measured, found)))
 
 
-def report_data(node: Node, profile: str, values: dict[str, float]) -> dict[str, Any]:
+def report_data(node: Node, profile: str, values: dict[str, float],
+                measured: dict[str, float]) -> dict[str, Any]:
     latest = LatestResult.objects.filter(node=node, profile=profile,
                                          evidence=LatestResult.ANY).order_by("metric")
     return {
@@ -198,6 +203,6 @@ def report_data(node: Node, profile: str, values: dict[str, float]) -> dict[str,
                      "p95": r.p95, "n": r.n, "measured_at": r.measured_at, "runs": r.runs,
                      "evidence": evidence_label(r), "requested_by": r.requested_by}
                     for r in latest],
-        "score": score.score(values).as_dict(),
+        "score": score.score(measured).as_dict(),
         "diagnosis": [f.__dict__ for f in diagnosis.diagnose(values)],
     }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.contrib.auth.models import User
+from django.db.models import Q, QuerySet
 from rest_framework import viewsets
 
 from api.pagination import OldestFirst
@@ -17,4 +18,8 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
                         "provider__name": ["iexact"], "status": ["exact"]}
 
     def get_queryset(self) -> QuerySet[Node]:
-        return Node.objects.select_related("provider", "region")
+        # A buyer's trial agents are that buyer's to see: to anyone else they do not exist.
+        user = self.request.user
+        mine = Q(trial_buyer=user) if user.is_authenticated and isinstance(user, User) else Q(pk__in=[])
+        return Node.objects.select_related("provider", "region").filter(
+            Q(trial_of__isnull=True) | mine)

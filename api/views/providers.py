@@ -44,7 +44,8 @@ class EnrolmentTokenView(APIView):
 class NodeRevokeView(APIView):
     @extend_schema(request=None, responses={200: NodeSerializer})
     def post(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id, provider__owners=current_user(request))
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True,
+                                 provider__owners=current_user(request))
         revocation.revoke(node, reason=str(request.data.get("reason", "")) or "revoked by provider")
         node.refresh_from_db()
         return Response(NodeSerializer(node).data)
@@ -55,7 +56,8 @@ class NodePriceView(APIView):
 
     @extend_schema(request=NodePriceSerializer, responses={200: NodeSerializer})
     def post(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id, provider__owners=current_user(request))
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True,
+                                 provider__owners=current_user(request))
         body = NodePriceSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         node.monthly_price_cny = body.validated_data["monthly_price_cny"]

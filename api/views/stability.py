@@ -27,7 +27,7 @@ SHOWN_RETESTS = 100
 class NodeStabilityView(APIView):
     @extend_schema(responses={200: NodeStabilitySerializer})
     def get(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id)
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True)
         return Response(stability_data(node))
 
 
@@ -64,7 +64,8 @@ class RetestPauseView(APIView):
     @extend_schema(request=PauseRequestSerializer, responses={201: PauseSerializer})
     def post(self, request: Request, node_id: int) -> Response:
         user = current_user(request)
-        node = get_object_or_404(Node, pk=node_id, provider__owners=user)
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True,
+                                 provider__owners=user)
         body = PauseRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         pause = retests.pause(node, body.validated_data["hours"], body.validated_data["reason"], user)
@@ -74,6 +75,7 @@ class RetestPauseView(APIView):
 class RetestResumeView(APIView):
     @extend_schema(request=None, responses={200: NodeStabilitySerializer})
     def post(self, request: Request, node_id: int) -> Response:
-        node = get_object_or_404(Node, pk=node_id, provider__owners=current_user(request))
+        node = get_object_or_404(Node, pk=node_id, trial_of__isnull=True,
+                                 provider__owners=current_user(request))
         retests.resume(node)
         return Response(stability_data(node))

@@ -5,7 +5,7 @@ The server appends one JSON report per test it served, not one per line. The fie
     start.cookie                         the test's id: the client's JSON carries it too
     start.connected[0].remote_host       the client's address
     start.timestamp.timesecs             when the test began (unix seconds)
-    start.test_start.{reverse, num_streams}
+    start.test_start.{reverse, num_streams, duration, omit}
     end.sum_received.bits_per_second     the server's count of a test towards it
     end.sum_sent.bits_per_second         ... of a reverse test (-R): it sent
 
@@ -29,6 +29,8 @@ class ServerReport:
     streams: int
     received_bps: float
     sent_bps: float
+    duration: int = 0  # -t, seconds
+    omit: int = 0  # -O, seconds
 
     @property
     def own_bps(self) -> float:
@@ -36,12 +38,13 @@ class ServerReport:
         return self.sent_bps if self.reverse else self.received_bps
 
 
-def json_objects(text: str) -> tuple[list[Any], int]:
-    """Every complete JSON value in ``text``, and where the unread rest begins."""
+def json_objects(text: str, limit: int | None = None) -> tuple[list[Any], int]:
+    """Every complete JSON value in ``text`` (the first ``limit``), and where the unread
+    rest begins."""
     decoder = json.JSONDecoder()
-    objects = []
+    objects: list[Any] = []
     i = done = 0
-    while i < len(text):
+    while i < len(text) and (limit is None or len(objects) < limit):
         while i < len(text) and text[i].isspace():
             i += 1
         if i >= len(text):
@@ -67,6 +70,8 @@ def server_report(obj: Any) -> ServerReport | None:
             reverse=bool(start["test_start"].get("reverse")),
             streams=int(start["test_start"].get("num_streams", 1)),
             received_bps=float(finish.get("sum_received", {}).get("bits_per_second", 0.0)),
-            sent_bps=float(finish.get("sum_sent", {}).get("bits_per_second", 0.0)))
+            sent_bps=float(finish.get("sum_sent", {}).get("bits_per_second", 0.0)),
+            duration=int(start["test_start"].get("duration", 0)),
+            omit=int(start["test_start"].get("omit", 0)))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return None

@@ -3,6 +3,7 @@ one stream both ways, and P parallel streams."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -27,6 +28,8 @@ BUSY_RETRIES = 10
 RETRYABLE = ("busy", "Connection refused")
 # The first line a reference's echo server reads: the run's token (workers/host/echo_server.py).
 ECHO_TOKEN_PREFIX = "BENCH-TOKEN "  # noqa: S105 - a protocol keyword, not a secret
+RTTS_PREFIX = b"RTTS "  # the reference's own timings, at the end of its test
+MAX_ECHO_LINE = 64 << 10
 # Tests this node served in one run, as its own server logged them (a 16-node job's matrix
 # is 15 peers x a few repetitions).
 MAX_SERVED = 64
@@ -238,28 +241,50 @@ def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:
 
 def tcp_echo_rtts(host: str, port: int, count: int, timeout: float = 5.0,
                   token: str = "") -> list[float]:
-    """Round-trip times (ms) of one byte over one TCP connection to an echo server.
+    """Round-trip times (ms) over one TCP connection to an echo server.
 
     The TCP path's RTT where ICMP is blocked, or where only TCP sees the added latency
-    (the lab's relays). Nagle is off so each byte leaves at once. A platform reference
-    endpoint is sent the run's token first: it keeps its own record of the round trips
-    under that token, which the platform compares with what the host reports.
+    (the lab's relays). With a run's ``token`` (a platform reference endpoint) the
+    reference paces and times the round trips itself (answer_reference_rtts); without
+    one, this host sends one byte at a time and times the echo.
     """
-    rtts = []
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if token:
-                sock.sendall(f"{ECHO_TOKEN_PREFIX}{token}\n".encode())
+                return answer_reference_rtts(sock, token, count)
+            rtts = []
             for _ in range(count + 1):
                 start = time.perf_counter()
                 sock.sendall(b"x")
                 if sock.recv(1) != b"x":
                     raise ProbeError(f"TCP echo server {host}:{port} answered something else")
                 rtts.append((time.perf_counter() - start) * 1000.0)
+            return rtts[1:]  # the first round trip also pays for the server's accept
     except OSError as exc:
         raise ProbeError(f"TCP echo to {host}:{port} failed: {exc}") from None
-    return rtts[1:]  # the first round trip also pays for the server's accept
+
+
+def answer_reference_rtts(sock: socket.socket, token: str, count: int) -> list[float]:
+    """This host's side of a reference's RTT test: echo each nonce as it arrives.
+
+    The reference sends unpredictable nonces one at a time and times each answer
+    (workers/host/echo_server.py); the host cannot answer a nonce before it has it, so it
+    can only make the figure worse. Its figures are what the reference timed, sent at the
+    end (and stored by the platform from the reference's own record, not from here).
+    """
+    sock.sendall(f"{ECHO_TOKEN_PREFIX}{token} {count}\n".encode())
+    reader = sock.makefile("rb")
+    while True:
+        line = reader.readline(MAX_ECHO_LINE)
+        if not line:
+            raise ProbeError("the reference's echo server closed before it sent its timings")
+        if line.startswith(RTTS_PREFIX):
+            try:
+                return [float(r) for r in json.loads(line[len(RTTS_PREFIX):])]
+            except (ValueError, TypeError):
+                raise ProbeError("the reference's echo server sent unreadable timings") from None
+        sock.sendall(line)
 
 
 def route_samples(result: TracepathResult, meta: dict[str, Any]) -> list[Sample]:

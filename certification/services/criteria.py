@@ -6,6 +6,12 @@ Tiers come from the smallest margin over the thresholds among the applicable cri
     margin = (value - threshold) / threshold     for >= and >
     margin = (threshold - value) / threshold     for <= and <
     tier   = gold if min margin >= 0.5, silver if >= 0.2, else bronze
+
+A criterion stands on measured figures only (the evidence ladder): platform-verified ones
+(``verified_by: reference`` takes nothing else), else buyer-measured ones (a buyer's trial
+agent of the node). A criterion only the host's word speaks to is ``claimed`` when the
+claim meets it (listed on the certificate, never certified: the tier is partial) and fails
+when it does not.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ class Figure:
     value: float
     verified: bool  # platform-verified: the reference endpoint's own record
     source: str
+    # Platform-verified or buyer-measured (a buyer's trial agent): the evidence ladder's
+    # rungs a criterion stands on; the rest is the host's claim.
+    measured: bool = False
 
 
 class Figures:
@@ -39,11 +48,13 @@ class Figures:
     def __init__(self, figures: Iterable[Figure]) -> None:
         self.figures = list(figures)
 
-    def worst(self, metric: str, higher_is_better: bool,
-              verified: bool = False) -> tuple[float, str] | None:
-        """The worst figure of the metric (across peers) and its evidence source."""
+    def worst(self, metric: str, higher_is_better: bool, verified: bool = False,
+              measured: bool = False) -> tuple[float, str] | None:
+        """The worst figure of the metric (across peers) and its evidence source; only the
+        platform-verified ones, or only the measured ones, when asked."""
         rows = [(f.value, f.source) for f in self.figures
-                if f.metric == metric and (f.verified or not verified)]
+                if f.metric == metric and (f.verified or not verified)
+                and (f.verified or f.measured or not measured)]
         if not rows:
             return None
         return (min if higher_is_better else max)(rows, key=lambda row: row[0])
@@ -101,7 +112,10 @@ def evaluate_criterion(criterion: dict[str, Any], figures: Figures, multi_node: 
                            "platform cannot vouch for the host's figure)", "host report")
         source = found[1]
     else:
-        source = "host report"
+        found = figures.worst(metric, higher, measured=True)
+        if found is None:
+            return _claimed(criterion, figures, threshold)
+        value, source = found
     if value is None or threshold is None:
         return Outcome(metric, comparison, threshold, value, "fail", None,
                        f"{why} (not measured)", source)
@@ -111,9 +125,24 @@ def evaluate_criterion(criterion: dict[str, Any], figures: Figures, multi_node: 
                    round(margin, 4) if margin is not None else None, why, source)
 
 
+def _claimed(criterion: dict[str, Any], figures: Figures, threshold: float | None) -> Outcome:
+    """A criterion only the host's word speaks to: a claim that fails it fails (no host lies
+    to its own cost), one that meets it is ``claimed``, never certified."""
+    metric, comparison, why = criterion["metric"], criterion["comparison"], criterion.get("why", "")
+    host = figures.worst_value(metric, comparison in (">", ">="))
+    if host is None or threshold is None or not COMPARISONS[comparison](host, threshold):
+        return Outcome(metric, comparison, threshold, host, "fail", None,
+                       f"{why} ({'not measured' if host is None else 'as its host reports'})",
+                       "host report")
+    return Outcome(metric, comparison, threshold, host, "claimed", None,
+                   f"{why} (host-reported: the platform cannot vouch for it; a buyer's trial "
+                   "measures it)", "host report")
+
+
 def tier(outcomes: list[Outcome]) -> str:
-    if any(o.status == "not applicable" for o in outcomes):
-        return PARTIAL_TIER  # not everything was measured: no medal for what was skipped
+    if any(o.status in ("not applicable", "claimed") for o in outcomes):
+        # Not everything was measured: no medal for what was skipped or only claimed.
+        return PARTIAL_TIER
     margins = [o.margin for o in outcomes if o.status == "pass" and o.margin is not None]
     smallest = min(margins) if margins else 0.0
     return next(name for floor, name in TIERS if smallest >= floor)
@@ -121,8 +150,13 @@ def tier(outcomes: list[Outcome]) -> str:
 
 def title(profile_name: str, outcomes: list[Outcome]) -> str:
     missing = [o for o in outcomes if o.status == "not applicable"]
-    if not missing:
+    claimed = [o for o in outcomes if o.status == "claimed"]
+    if not missing and not claimed:
         return f"certified: {profile_name}"
-    if all("GPU" in o.why for o in missing):
-        return f"certified without GPU: {profile_name}"
-    return f"certified without {', '.join(o.metric for o in missing)}: {profile_name}"
+    parts = []
+    if missing:
+        parts.append("GPU" if all("GPU" in o.why for o in missing)
+                     else ", ".join(o.metric for o in missing))
+    if claimed:
+        parts.append(f"what only its host reports ({', '.join(o.metric for o in claimed)})")
+    return f"certified without {' or '.join(parts)}: {profile_name}"

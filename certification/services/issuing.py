@@ -5,6 +5,9 @@ applicable criterion passes. It fails closed:
 - a criterion the profile says the platform checks (``verified_by: reference``) takes only
   platform-verified figures (the reference endpoint's own record of the test); without one
   it is ``unverified`` and no certificate is issued;
+- the other criteria take measured figures: platform-verified, else what buyers' trial
+  agents of the node measured (the median of their last LEADERBOARD_RUNS ranked runs in
+  the window); a figure only the host reports is ``claimed``, never certified;
 - what only the host can say (GPU model, memory, serial) is marked ``host-claimed``;
 - a tier is given only when every criterion was measured; otherwise the certificate says
   which were not ("certified without GPU") and its tier, ``partial``, ranks below bronze;
@@ -18,6 +21,8 @@ import hashlib
 import json
 import logging
 import secrets
+import statistics
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -31,7 +36,8 @@ from certification.models import Certificate, CertificationRequest
 from certification.services import signing
 from certification.services.criteria import Figure, Figures, Outcome, evaluate_criterion, tier, title
 from certification.services.profiles import latest_profile
-from config.errors import Forbidden, Invalid
+from config.errors import Conflict, DomainError, Forbidden, Invalid, TooMany
+from contract import metrics
 from fleet.models import Node
 from jobs.models import Run, Sample
 from jobs.services import submission
@@ -39,9 +45,17 @@ from jobs.services import submission
 log = logging.getLogger(__name__)
 
 
-def request(node: Node, profile_name: str, user: User,
-            peers: list[Node] | None = None) -> CertificationRequest:
-    """Schedule a certification run; the platform picks its parameters, not the provider."""
+def request(node: Node, profile_name: str, user: User, peers: list[Node] | None = None,
+            renewal: bool = False) -> CertificationRequest:
+    """Schedule a certification run; the platform picks its parameters, not the provider.
+
+    A provider's requests are bounded (the platform's renewals are not): one at a time per
+    node, and CERTIFICATION_REQUESTS_PER_DAY a day. Each is a platform-requested ranked
+    run, so unbounded requests would let a provider fill the board's recent runs with
+    runs at its best hour.
+    """
+    if not renewal:
+        _bounded(node)
     profile = latest_profile(profile_name)
     peers = peers or []
     multi = any(c.get("requires") == "multi_node" for c in profile.criteria)
@@ -57,6 +71,22 @@ def request(node: Node, profile_name: str, user: User,
                                    params, profile=settings.CERTIFICATION_JOB_PROFILE,
                                    by_platform=True)
         return CertificationRequest.objects.create(node=node, profile=profile, job=job)
+
+
+def _bounded(node: Node) -> None:
+    open_request = CertificationRequest.objects.filter(node=node, status__in=(
+        CertificationRequest.Status.RUNNING, CertificationRequest.Status.EVALUATING)).first()
+    if open_request is not None:
+        raise Conflict(f"certification request {open_request.pk} of this node is still running: "
+                       "wait for its outcome", code="certification_running")
+    day_ago = timezone.now() - timedelta(days=1)
+    recent = list(CertificationRequest.objects.filter(node=node, created_at__gt=day_ago)
+                  .order_by("created_at").values_list("created_at", flat=True))
+    if len(recent) >= settings.CERTIFICATION_REQUESTS_PER_DAY:
+        wait = (recent[0] + timedelta(days=1) - timezone.now()).total_seconds()
+        raise TooMany(f"this node was put up for certification {len(recent)} times in the last "
+                      f"24 hours (CERTIFICATION_REQUESTS_PER_DAY); try again later",
+                      retry_after=max(1.0, wait))
 
 
 def on_job_finished(job_id: int) -> None:
@@ -83,7 +113,7 @@ def evaluate(cert_request: CertificationRequest) -> CertificationRequest:
     multi = cert_request.job.runs.count() > 1
     # Presence and model are the host's claim (NVML on its side); marked so in the document.
     has_gpu = bool((run.inventory.get("gpu") or {}).get("available"))
-    figures = figures_of(run)
+    figures = Figures(figures_of(run).figures + trial_figures(cert_request.node))
     outcomes = [evaluate_criterion(c, figures, multi, has_gpu)
                 for c in cert_request.profile.criteria]
     failed = [o for o in outcomes if o.status in ("fail", "unverified")]
@@ -96,9 +126,31 @@ def evaluate(cert_request: CertificationRequest) -> CertificationRequest:
 
 def figures_of(run: Run) -> Figures:
     """The run's figures, read once for every criterion."""
-    return Figures(Figure(metric, value, evidence == Sample.PLATFORM_VERIFIED, source)
+    return Figures(Figure(metric, value, evidence == Sample.PLATFORM_VERIFIED, source,
+                          evidence in Sample.MEASURED)
                    for metric, value, evidence, source in run.samples.values_list(
                        "metric", "value", "evidence", "evidence_source"))
+
+
+def trial_figures(node: Node) -> list[Figure]:
+    """What buyers' trial agents of the node measured, one figure per metric: the median of
+    their last LEADERBOARD_RUNS ranked runs within LEADERBOARD_WINDOW_DAYS, each run at its
+    worst peer (as the board reads them)."""
+    since = timezone.now() - timedelta(days=settings.LEADERBOARD_WINDOW_DAYS)
+    per_run: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for metric, value, run_id in (Sample.objects.filter(
+            run__node__trial_of=node, run__ranked=True, run__status=Run.Status.SUCCEEDED,
+            run__finished_at__gte=since, evidence__in=Sample.MEASURED)
+            .order_by("-run__finished_at", "-run_id").values_list("metric", "value", "run_id")):
+        per_run[metric].setdefault(run_id, []).append(value)
+    out = []
+    for metric, runs in per_run.items():
+        known = metrics.METRICS.get(metric)
+        pick = min if known is None or known.higher_is_better else max
+        values = [pick(v) for v in list(runs.values())[:settings.LEADERBOARD_RUNS]]
+        out.append(Figure(metric, statistics.median(values), False,
+                          f"buyers' trial agents: median of {len(values)} runs", True))
+    return out
 
 
 def host_claimed_gpu(inventory: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +190,8 @@ def _issue(cert_request: CertificationRequest, run: Run, outcomes: list[Outcome]
         "criteria": [o.as_dict() for o in outcomes],
         "title": title(cert_request.profile.name, outcomes),
         "not_measured": [o.metric for o in outcomes if o.status == "not applicable"],
+        # Met only by the host's word: listed, not certified (the tier is partial).
+        "claimed": [o.metric for o in outcomes if o.status == "claimed"],
         "tier": cert_tier,
         "run": run.pk,
         "issued_at": now.isoformat(),
@@ -169,10 +223,23 @@ def revoke(cert: Certificate, reason: str) -> None:
         revoked_at=timezone.now(), revoked_reason=reason[:255])
 
 
+def revoke_all(node: Node, reason: str) -> int:
+    """Every valid certificate of the node revoked, with the reason."""
+    return Certificate.objects.filter(node=node, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_reason=reason[:255])
+
+
 def revoke_node(node: Node, reason: str) -> int:
     """A revoked node vouches for nothing: every certificate of it is revoked."""
-    return Certificate.objects.filter(node=node, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_reason=f"node revoked: {reason}"[:255])
+    return revoke_all(node, f"node revoked: {reason}")
+
+
+def _peers_of(cert: Certificate) -> list[Node]:
+    """The nodes a multi-node certificate was measured with: its run's job's other nodes."""
+    if cert.run_id is None:
+        return []
+    return list(Node.objects.filter(runs__job__runs=cert.run_id, status=Node.Status.ACTIVE)
+                .exclude(pk=cert.node_id).distinct())
 
 
 def renew_due(user_for: Callable[[Node], User | None]) -> int:
@@ -186,6 +253,11 @@ def renew_due(user_for: Callable[[Node], User | None]) -> int:
         user = user_for(cert.node)
         if pending.exists() or user is None or cert.node.status != Node.Status.ACTIVE:
             continue
-        request(cert.node, cert.profile, user)
+        try:
+            request(cert.node, cert.profile, user, peers=_peers_of(cert), renewal=True)
+        except DomainError as exc:
+            # One certificate that cannot be renewed must not stop the others' renewals.
+            log.warning("certificate %s of node %s not renewed: %s", cert.pk, cert.node_id, exc)
+            continue
         renewed += 1
     return renewed

@@ -236,11 +236,17 @@ def _connections_by_user(client: redis.Redis) -> dict[str, int]:
 # Each liveness key's idle time, then the key deleted, inside Redis: a pipeline of two
 # commands per node cost the sweeper more than all the rest of its pass at 10,000 nodes.
 # allow-oom: taking keys frees memory, and a full broker must not make every node offline.
+# A small integer value (0..9999) is one object Redis shares among every key that holds it,
+# so its idle time is the last time any of those keys was read, not this key's: such a key
+# is taken but not counted (the worker's value is the time, a large integer of its own).
 _LIVENESS_SCRIPT = """#!lua flags=allow-oom
 local out = {}
 for i, key in ipairs(KEYS) do
   local idle = redis.call('OBJECT', 'IDLETIME', key)
-  if idle then redis.call('DEL', key) end
+  if idle then
+    if redis.call('OBJECT', 'REFCOUNT', key) > 1 then idle = false end
+    redis.call('DEL', key)
+  end
   out[i] = idle or -1
 end
 return out
@@ -251,7 +257,8 @@ def take_liveness(node_ids: list[int], broker: str = DEFAULT) -> dict[int, int]:
     """The nodes whose worker set its liveness key since the last call, each with how many
     seconds ago (OBJECT IDLETIME: Redis's own clock, not a time the host wrote). The keys are
     taken (deleted), so each beat counts once and a host cannot leave one standing for good,
-    whatever TTL it sets. One pass over the broker, in chunks."""
+    whatever TTL it sets; a value Redis shares between keys has no idle time of its own and
+    is not counted. One pass over the broker, in chunks."""
     script = get(broker).client().register_script(_LIVENESS_SCRIPT)
     seen: dict[int, int] = {}
     for start in range(0, len(node_ids), _CHUNK):

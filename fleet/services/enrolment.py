@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import Conflict, Invalid, NotFound
-from fleet.models import EnrolmentToken, Node, Provider, Region
-from fleet.services import broker, secrets
+from fleet.models import EnrolmentToken, HostKey, Node, Provider, Region
+from fleet.services import broker, identity, secrets, trials
 
 
 def create_token(provider: Provider, region: Region, node_name: str,
@@ -51,6 +51,8 @@ class Credentials:
             "heartbeat_seconds": settings.NODE_HEARTBEAT_SECONDS,
             "address": self.node.address,
             "iperf3_port": self.node.iperf3_port,
+            "trial_of": self.node.trial_of_id,
+            "trial_ends_at": self.node.trial_ends_at.isoformat() if self.node.trial_ends_at else "",
         }
 
 
@@ -75,11 +77,50 @@ def address_error(address: str) -> str | None:
     return None
 
 
+def observed(address: str | None) -> str | None:
+    """The source address a request came from, when it is one (else None)."""
+    try:
+        return str(ipaddress.ip_address((address or "").strip()))
+    except ValueError:
+        return None
+
+
+def _seen_before(host_keys: set[str]) -> Node | None:
+    """The node this hardware was last enrolled as (revoked or not): the new node is the
+    same host, and its record (stability, revocations) is this host's under its new name."""
+    if not host_keys:
+        return None
+    return (Node.objects.filter(host_keys__key__in=host_keys).distinct().order_by("-pk")
+            .first())
+
+
+def _check_kind(plain_token: str, trial: bool, inventory: dict[str, Any]) -> EnrolmentToken | None:
+    """Before the token is spent: a trial token only with --trial (and the other way), and
+    a trial only on the node's own hardware. Returns the token when it is a trial's."""
+    token = (EnrolmentToken.objects.filter(token_hash=secrets.digest(plain_token))
+             .select_related("trial_of").first())
+    if token is None:
+        return None  # redeem says "unknown"
+    if token.trial_of is not None and not trial:
+        raise Invalid("this is a buyer's trial token: enrol with benchctl enroll --trial")
+    if token.trial_of is None and trial:
+        raise Invalid("this is a provider's enrolment token, not a trial's: enrol without --trial")
+    if token.trial_of is not None:
+        trials.check_instance(token.trial_of, inventory)
+        return token
+    return None
+
+
 def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None = None,
-           iperf3_port: int = 5201) -> Credentials:
+           iperf3_port: int = 5201, observed_address: str | None = None,
+           trial: bool = False) -> Credentials:
     problem = address_error(address)
     if problem:  # before the token is spent: the host can enrol again with a good address
         raise Invalid(f"address: {problem}")
+    trial_token = _check_kind(plain_token, trial, inventory or {})
+    # A trial agent is the node's own instance, not a new host: no keys, no predecessor.
+    host_keys = set() if trial_token else identity.keys(inventory or {})
+    seen = _seen_before(host_keys)
     now = timezone.now()
     with transaction.atomic():
         # Conditional UPDATE: of two hosts racing with one token, exactly one gets the row.
@@ -98,12 +139,17 @@ def redeem(plain_token: str, address: str = "", inventory: dict[str, Any] | None
         node = Node.objects.create(
             provider=token.provider, region=token.region, name=token.node_name,
             key_prefix=prefix, key_hash=key_hash, address=address, inventory=inventory or {},
+            observed_address=observed(observed_address),
             iperf3_port=iperf3_port, enrolled_nic_mbps=Node.nic_speeds_of(inventory or {}),
+            enrolled_disks=Node.disks_of(inventory or {}),
             # The GPU it claims from the start: a result posted without an inventory is judged
             # against this model's peaks (consistency.within_gpu_peak), not a CPU's.
             gpu_model=Node.gpu_model_of(inventory or {}),
-            broker=broker.assign(),
+            broker=broker.assign(), predecessor=seen,
+            trial_of=token.trial_of, trial_buyer=token.created_by if token.trial_of else None,
+            trial_ends_at=token.trial_ends_at,
         )
+        HostKey.objects.bulk_create([HostKey(node=node, key=k) for k in sorted(host_keys)])
         token.node = node
         token.save(update_fields=["node"])
         password = None

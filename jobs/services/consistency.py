@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract import gpu_models, metrics
+from contract import gpu_models, metrics, storage_devices
 
 THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
                       "network.tcp_throughput_sent", "network.tcp_throughput_parallel",
@@ -43,6 +43,9 @@ THROUGHPUT_TOLERANCE = 0.10
 # The sender's and receiver's per-second figures are over slightly different intervals.
 SENDER_SLACK = 0.98
 PEAK_SLACK = 1.05
+# Above the published best measured matmul (MAMF) of a model: newer libraries gain a few
+# per cent, not more.
+ATTAINABLE_SLACK = 1.10
 UTIL_IDLE_PERCENT = 10.0
 SPREAD_EPSILON = 1e-9
 
@@ -57,6 +60,8 @@ class Facts:
     loopback_peers: set[str] = field(default_factory=set)  # peer names the platform resolves
     gpu_claim: str = "none"  # the GPU model of the inventory posted with this result
     runs_in_job: int = 1
+    # The block devices the host listed at enrolment (name, rotational); empty: not known.
+    disks: list[dict[str, Any]] = field(default_factory=list)
 
     def value(self, metric: str) -> float | None:
         values = [s["value"] for s in self.samples if s["metric"] == metric]
@@ -120,6 +125,19 @@ def littles_law(f: Facts) -> Violation | None:
     return None
 
 
+def iops_within_devices(f: Facts) -> Violation | None:
+    """No more 4 KiB random reads than the host's enrolled block devices serve at most: each
+    at its class's best published figure (contract/data/storage_devices.yaml). A disk
+    figure (not the tmpfs one, which measures memory)."""
+    iops, bound = f.value("storage.randread_iops"), storage_devices.max_iops(f.disks)
+    if iops is None or bound is None or iops <= bound:
+        return None
+    kinds = sorted({storage_devices.device_class(d).name for d in f.disks})
+    return Violation("iops_within_devices", (
+        f"storage.randread_iops {iops:g} is more than the {len(f.disks)} block device(s) the "
+        f"host listed at enrolment ({', '.join(kinds)}) serve at most: {bound:g}"))
+
+
 def sender_at_least_receiver(f: Facts) -> Violation | None:
     """iperf3: what arrived cannot exceed what was sent (per peer)."""
     sent = {str(s["metadata"].get("peer")): s["value"] for s in f.samples
@@ -155,10 +173,18 @@ def within_nic_rate(f: Facts) -> Violation | None:
 
 
 def busbw_within_link(f: Facts) -> Violation | None:
-    """All-reduce bus bandwidth cannot beat the slowest link this node measured in the job."""
+    """All-reduce bus bandwidth cannot beat the slowest link this node measured in the job;
+    on one node, the enrolled model's own interconnect (single_node_busbw_limit)."""
     busbw = f.value("training.allreduce_busbw")
     links = [s["value"] for s in f.samples if s["metric"] == "network.internode_throughput"]
-    if busbw is None or not links:
+    if busbw is None:
+        return None
+    if not links:
+        limit, what = single_node_busbw_limit(f)
+        if limit is not None and busbw > limit * BUSBW_SLACK:
+            return Violation("busbw_within_link", (
+                f"all-reduce busbw {busbw:g} GB/s on one node is more than {what} allows "
+                f"({limit:.4g} GB/s)"))
         return None
     limit = min(links) / 8 * BUSBW_SLACK
     if busbw > limit:
@@ -166,6 +192,18 @@ def busbw_within_link(f: Facts) -> Violation | None:
             f"all-reduce busbw {busbw:g} GB/s is more than the slowest link's {min(links):g} "
             f"Gbit/s ({min(links) / 8:.4g} GB/s) allows"))
     return None
+
+
+def single_node_busbw_limit(f: Facts) -> tuple[float | None, str]:
+    """What ranks on one host can all-reduce at, at most: one direction of the enrolled GPU
+    model's NVLink, else its PCIe link; memory bandwidth for the CPU stand-in (gloo)."""
+    model, what = _peak(f)
+    if model is None:
+        return None, what
+    if f.gpu_claim in ("none", ""):
+        return model.memory_gbs, f"the memory bandwidth of {what}"
+    best = max(model.nvlink_gbs / 2, model.pcie_gbs() or 0.0)
+    return (best or model.memory_gbs), f"the NVLink or PCIe link of {what}"
 
 
 def step_at_least_compute(f: Facts) -> Violation | None:
@@ -195,6 +233,10 @@ def samples_per_s_matches_step(f: Facts) -> Violation | None:
     """Training throughput = batch x world size / step time."""
     rate, step = f.value("training.samples_per_s"), f.value("training.step_time")
     steps = [s for s in f.samples if s["metric"] == "training.step_time"]
+    if rate is not None and step is None:
+        # Left out, the step could not contradict the rate: a rate alone is not a figure.
+        return Violation("samples_per_s_matches_step", (
+            f"{rate:g} samples/s without the step time it was measured from"))
     if rate is None or step is None or step <= 0:
         return None
     world = steps[0]["metadata"].get("world_size")
@@ -231,7 +273,10 @@ def within_gpu_peak(f: Facts) -> Violation | None:
         if s["metric"] == "gpu.memcpy_bw":
             peak = model.memory_gbs
         elif s["metric"] == "gpu.matmul_tflops_bf16":
-            peak = model.bf16
+            # Where the best measured matmul of the model is published (its attainable
+            # fraction), no board beats it by more than software drift (ATTAINABLE_SLACK).
+            peak = model.bf16 * (model.matmul_attainable * ATTAINABLE_SLACK / PEAK_SLACK
+                                 if model.matmul_attainable else 1.0)
         else:
             peak = model.tf32 if s["metadata"].get("allow_tf32") else model.fp32
         if found := over(s, peak * PEAK_SLACK):
@@ -263,7 +308,8 @@ def utilisation_needs_power(f: Facts) -> Violation | None:
 
 
 CHECKS: list[Check] = [
-    spread_in_order, littles_law, sender_at_least_receiver, within_nic_rate, busbw_within_link,
+    spread_in_order, littles_law, iops_within_devices, sender_at_least_receiver, within_nic_rate,
+    busbw_within_link,
     step_at_least_compute, comm_share_matches_step, samples_per_s_matches_step, within_gpu_peak,
     utilisation_needs_power,
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,15 +16,25 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from config.errors import Conflict, Invalid, NotFound, Unprocessable
+from config.errors import Conflict, Forbidden, Invalid, NotFound, Unprocessable
 from contract.run_spec import PeerSpec, RunSpec
 from contract.suites import SUITES, resolve_params
-from fleet.models import Node, ReferenceEndpoint
-from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, Run, Sample
-from jobs.services import consistency, coordination, evidence, intake, multi_node, observability
-from jobs.signals import job_finished, run_stored
+from fleet.models import HostKey, Node, ReferenceEndpoint
+from fleet.services import identity
+from jobs.models import Attempt, BenchmarkJob, ReferenceRecordUse, ReferenceTurn, Run, Sample
+from jobs.services import (
+    consistency,
+    coordination,
+    evidence,
+    intake,
+    multi_node,
+    observability,
+    reference_records,
+)
+from jobs.signals import hardware_changed, job_finished, run_stored
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +54,18 @@ class Claim:
                  for e in ReferenceEndpoint.for_node(self.run.node)]
         nodes = ([coordination.mesh_entry(0, self.run.node)] if self.runs_in_job == 1
                  else coordination.mesh(job))
+        params = resolve_params(job.params, job.profile)
+        if "seed" not in job.params:
+            # Every run carries a seed, as the platform's own runs do: the host cannot tell
+            # a certification or a re-test by its spec.
+            params["seed"] = int(evidence.echo_token(f"seed:{self.attempt.id}")[:8], 16) % 2**31
         return RunSpec(
             run_id=self.run.pk,
             attempt_id=str(self.attempt.id),
             suite=job.suite,
             profile=job.profile,
             probes=list(SUITES[job.suite]),
-            params=resolve_params(job.params, job.profile),
+            params=params,
             peers=peers,
             lease_seconds=settings.RUN_LEASE_SECONDS,
             mesh=nodes,
@@ -188,6 +204,11 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
     refute them), and the consistency rules refuse what physics does not allow (422, the
     run failed with the reason, nothing of the result kept).
     """
+    # The node's references, read once: the wait, the evidence and the loopback exemption.
+    network = succeeded and any(s["metric"].startswith("network.") for s in samples)
+    references = evidence.references_by_peer(node) if network else {}
+    if references:
+        _await_reference_records(references, samples)
     now = timezone.now()
     refused: Refused | None = None
     with transaction.atomic():
@@ -212,7 +233,7 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
         spent: list[tuple[int, str]] = []
         if succeeded:
             try:
-                spent = _review(run, node, attempt_id, samples, inventory, now)
+                spent = _review(run, node, attempt_id, samples, inventory, now, references)
             except Refused as exc:
                 refused = exc
         if refused is not None:
@@ -231,20 +252,39 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
     return True
 
 
+def _await_reference_records(references: dict[str, ReferenceEndpoint],
+                             samples: list[dict[str, Any]]) -> None:
+    """Before a result is judged, the records its references' servers wrote until now must
+    be in: the agent on each reference's host hands them in every fraction of a second.
+    Waited for outside the transaction, so no row stays locked meanwhile."""
+    peers = {str(s["metadata"].get("peer", "")) for s in samples
+             if str(s.get("metric", "")).startswith("network.") and isinstance(s.get("metadata"), dict)}
+    endpoints = [e for peer, e in references.items() if peer in peers]
+    if endpoints:
+        reference_records.await_records(endpoints, time.time())
+
+
 def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str, Any]],
-            inventory: dict[str, Any], now: Any) -> list[tuple[int, str]]:
-    """Check a succeeded result; returns the reference records it spends. Raises
-    Invalid for what the job cannot have measured, Refused for the rest."""
+            inventory: dict[str, Any], now: Any,
+            references: dict[str, ReferenceEndpoint]) -> list[tuple[int, str]]:
+    """Check a succeeded result (``references``: the node's, by peer name, when it has
+    network samples); returns the reference records it spends. Raises Invalid for what the
+    job cannot have measured, Refused for the rest."""
     job = run.job
     declared = intake.declared_errors(samples, job.suite)
     if declared:
         raise Invalid("; ".join(declared.values()), errors=declared)
     since = run.started_at.timestamp() if run.started_at else 0.0
-    # The node's references, read once: evidence and the loopback exemption both need them.
-    network = any(s["metric"].startswith("network.") for s in samples)
-    references = evidence.references_by_peer(node) if network else {}
-    reviewed = evidence.review(samples, references, attempt_id, since, now.timestamp())
+    params = resolve_params(job.params, job.profile)
+    known = node.known_addresses()
+    turns = tuple(evidence.Turn(t.endpoint_id, t.started_at.timestamp(), t.ended_at.timestamp())
+                  for t in ReferenceTurn.objects.filter(run=run, attempt=attempt_id)
+                  ) if references else ()
+    binding = evidence.Binding(addresses=frozenset(known), params=params, turns=turns,
+                               exclusive=_exclusive(node, known) if turns else None)
+    reviewed = evidence.review(samples, references, attempt_id, since, now.timestamp(), binding)
     found = [consistency.Violation("reference_mismatch", m.message()) for m in reviewed.mismatches]
+    found += [consistency.Violation(check, message) for check, message in reviewed.refusals]
     if reviewed.spent:
         used = ReferenceRecordUse.objects.filter(
             endpoint_id__in={e for e, _ in reviewed.spent},
@@ -253,16 +293,48 @@ def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str,
             f"the reference's record of iperf3 test {key} was already presented by run {other}"))
             for key, other in used]
     facts = consistency.Facts(
-        samples=samples, params=resolve_params(job.params, job.profile),
+        samples=samples, params=params,
         nic_mbps=list(node.enrolled_nic_mbps or []),
+        disks=list(node.enrolled_disks or []),
         loopback_peers=_loopback_peers(run, references, samples),
-        gpu_claim=Node.gpu_model_of(inventory) if inventory else (node.gpu_model or "none"),
+        gpu_claim=_gpu_model(node, inventory),
         runs_in_job=(Run.objects.filter(job_id=run.job_id).count()
                      if any(s["metric"].startswith("training.") for s in samples) else 1))
     found += consistency.violations(facts)
+    claimed = Node.gpu_model_of(inventory) if inventory else None
+    if node.gpu_model and claimed is not None and claimed != node.gpu_model:
+        found.append(consistency.Violation("gpu_model_changed", (
+            f"the result's inventory names {claimed!r}, but the node enrolled with "
+            f"{node.gpu_model!r}: the GPU model is fixed at enrolment (enrol the host again "
+            "if its boards changed)")))
     if found:
         raise Refused(found)
+    if node.is_trial_agent:
+        evidence.by_trial_agent(samples, node.pk)
     return reviewed.spent
+
+
+def _exclusive(node: Node, known: set[str]) -> frozenset[str]:
+    """The node's addresses no other active node shares. Only loopback can be shared (a
+    fleet on one machine, ALLOW_LOOPBACK_ADDRESSES): a network address another node also
+    claims stays the node's, so a provider cannot blind the check by enrolling a twin."""
+    loopback = [a for a in known if consistency.is_loopback(a)]
+    shared = set()
+    if loopback:
+        others = (Node.objects.filter(status=Node.Status.ACTIVE).exclude(pk=node.pk)
+                  .filter(Q(address__in=loopback) | Q(observed_address__in=loopback))
+                  .values_list("address", "observed_address"))
+        shared = {a for pair in others for a in pair if a in loopback}
+    return frozenset(known - shared)
+
+
+def _gpu_model(node: Node, inventory: dict[str, Any]) -> str:
+    """The model a result is judged against: the one enrolled, never one a result names (a
+    claimed H200 let typed 900 TFLOP/s pass). Nodes enrolled before the model was recorded
+    take their first result's."""
+    if node.gpu_model:
+        return node.gpu_model
+    return Node.gpu_model_of(inventory) if inventory else "none"
 
 
 def _loopback_peers(run: Run, references: dict[str, ReferenceEndpoint],
@@ -292,9 +364,28 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
     run_stored.send(Run, run=run, samples=stored, succeeded=succeeded)
     log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
                                                  "node_id": node.pk, "attempt_id": attempt_id})
+    _note_new_boards(node, inventory)
     if inventory and inventory != node.inventory:  # it rarely changes: no write each run
+        # The GPU model stays the enrolled one (_review refuses another).
         Node.objects.filter(pk=node.pk).update(inventory=inventory,
-                                                gpu_model=Node.gpu_model_of(inventory))
+                                                gpu_model=_gpu_model(node, inventory))
+
+
+def _note_new_boards(node: Node, inventory: dict[str, Any]) -> None:
+    """GPU boards the node did not enrol with are a new inventory: kept among its keys (the
+    host is still recognised by them), and its certification is re-opened."""
+    boards = {k for k in identity.keys(inventory) if k.startswith("gpu-uuid:")}
+    if not boards or node.is_trial_agent:  # an agent is an instance of its node, not a host
+        return
+    known = set(HostKey.objects.filter(node=node, key__startswith="gpu-uuid:")
+                .values_list("key", flat=True))
+    if boards <= known:
+        return
+    HostKey.objects.bulk_create([HostKey(node=node, key=k) for k in sorted(boards - known)],
+                                ignore_conflicts=True)
+    reason = (f"its GPU boards changed ({len(boards - known)} not enrolled: "
+              f"{', '.join(sorted(b.removeprefix('gpu-uuid:') for b in boards - known))[:120]})")
+    transaction.on_commit(lambda: hardware_changed.send(Node, node=node, reason=reason))
 
 
 def _finish(run: Run, status: str, error: str, now: Any) -> None:
@@ -327,20 +418,48 @@ def _explain_stale(node: Node, run_id: int, attempt_id: uuid.UUID) -> None:
         f"attempt {attempt_id} is no longer current for run {run_id} (run is {run.status})")
 
 
-def cancel(job: BenchmarkJob) -> int:
-    """Cancel every run of the job that has not finished; returns how many."""
+def cancel(job: BenchmarkJob, by_platform: bool = False) -> int:
+    """Cancel every run of the job that has not finished; returns how many.
+
+    A job the platform asked for (certification, re-tests) is the platform's: its
+    requester cannot cancel it (a provider stopping its own renewal while it goes badly
+    kept its old certificate). Cancelled, a job is finished like any other (job_finished),
+    so a certification request on it fails and revokes what it was renewing.
+    """
+    if not by_platform and Run.objects.filter(
+            job=job, requested_by=Run.RequestedBy.PLATFORM).exists():
+        raise Forbidden("this job was asked for by the platform (certification or a re-test): "
+                        "only the platform can cancel it")
     cancelled = Run.objects.filter(job=job).exclude(status__in=Run.FINISHED).update(
         status=Run.Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None,
         error="cancelled by the requester")
-    if cancelled and multi_node.concerns(job):  # its finished runs' links still count
-        transaction.on_commit(lambda: multi_node.record(job.pk))
+    if cancelled:
+        settle([job.pk])
     return cancelled
 
 
+def settle(job_ids: list[int]) -> None:
+    """After runs were finished in bulk (cancel, a revoked or suspended node, the sweeper):
+    each job whose last run is now in gets its links and job_finished, on commit."""
+    def after() -> None:
+        done = (BenchmarkJob.objects.filter(pk__in=set(job_ids))
+                .exclude(runs__status__in=[Run.Status.QUEUED, Run.Status.RUNNING]))
+        for job in done:
+            requested_by = (Run.objects.filter(job=job).values_list("requested_by", flat=True)
+                            .first() or Run.RequestedBy.BUYER)
+            _after_run(job, requested_by)
+
+    if job_ids:
+        transaction.on_commit(after)
+
+
 def fail_open_runs(node: Node, reason: str) -> int:
-    return Run.objects.filter(node=node).exclude(status__in=Run.FINISHED).update(
-        status=Run.Status.FAILED, finished_at=timezone.now(), lease_expires_at=None,
-        error=reason)
+    open_runs = Run.objects.filter(node=node).exclude(status__in=Run.FINISHED)
+    job_ids = list(open_runs.values_list("job_id", flat=True))
+    failed = open_runs.update(status=Run.Status.FAILED, finished_at=timezone.now(),
+                              lease_expires_at=None, error=reason)
+    settle(job_ids)
+    return failed
 
 
 def barrier(node: Node, run_id: int, attempt_id: uuid.UUID, name: str) -> coordination.BarrierState:

@@ -8,9 +8,13 @@ A link (source -> target) has two views of the same iperf3 tests: the sender's c
 JSON (its ``network.internode_throughput`` sample, with the tests' cookies) and the
 receiving node's own server log (its ``network.internode_received`` sample, each test by
 cookie). They are two hosts' words; when both counts of the same cookies agree within
-LINK_AGREEMENT the link is ``confirmed``, and its figure is the receiver's count; when they
-disagree it is the lower one, unconfirmed. Two nodes of one provider can agree on a lie:
-a link's figure is still bounded by both ends' NICs (consistency.within_nic_rate).
+LINK_AGREEMENT the link is ``agreed``, and its figure is the receiver's count; when they
+disagree it is the lower one. Two nodes of one provider can agree on a lie: a link is
+``confirmed`` only when its receiver is another provider's host or a buyer's trial agent,
+and its figure is still bounded by both ends' NICs (consistency.within_nic_rate).
+
+A job on a buyer's trial agents measures the provider's nodes they stand on: its links and
+its cluster are those nodes', and the cluster is ``buyer-measured`` (ClusterResult.grade).
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample
 LINK_AGREEMENT = 0.05
 
 
+def _measured(node: Node) -> Node:
+    """The node a run's figures belong to: a buyer's trial agent measures its node."""
+    return node.trial_of if node.trial_of is not None else node
+
+
+def _buyer_measured(job: BenchmarkJob, runs: list[Run]) -> bool:
+    """Every run on a trial agent of the buyer who asked: the buyer's own measurement."""
+    return bool(runs) and all(r.node.trial_of_id is not None
+                              and r.node.trial_buyer_id == job.owner_id for r in runs)
+
+
 def concerns(job: BenchmarkJob) -> bool:
     """Whether the job can have link or cluster results: several nodes, and a suite that
     tests links or trains (a multi-node no-op job, as make bench submits, has neither)."""
@@ -49,7 +64,9 @@ def record(job_id: int, finished: bool = False) -> bool:
     job = BenchmarkJob.objects.filter(pk=job_id).first()
     if job is None or not concerns(job):
         return False
-    runs = list(job.runs.select_related("node__provider", "node__region").order_by("id"))
+    runs = list(job.runs.select_related("node__provider", "node__region",
+                                        "node__trial_of__provider", "node__trial_of__region")
+                .order_by("id"))
     succeeded = [r for r in runs if r.status == Run.Status.SUCCEEDED]
     samples: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for s in Sample.objects.filter(run__in=succeeded).values("run_id", "metric", "value", "unit",
@@ -87,20 +104,26 @@ def _links(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
             cookies = [str(c) for c in s["metadata"].get("cookies") or []]
             theirs = [counts[c] for c in cookies if c in counts]
             receiver = statistics.median(theirs) if theirs and len(theirs) == len(cookies) else None
-            confirmed = receiver is not None and receiver > 0 and (
+            agreed = receiver is not None and receiver > 0 and (
                 abs(s["value"] - receiver) <= LINK_AGREEMENT * receiver)
+            # The receiver confirms only as an independent witness: a partner host of the
+            # same provider listing the same cookies is the provider's word twice; a buyer's
+            # trial agent is the buyer's.
+            confirmed = agreed and (target.provider_id != run.node.provider_id
+                                    or target.trial_of_id is not None)
             # Unconfirmed, the lower of the two views: an end that inflates its count gains
             # nothing, and the link is marked.
             figure = s["value"] if receiver is None else min(s["value"], receiver)
             rows.append(LinkResult(
-                job=job, source=run.node, target=target,
-                throughput_gbps=receiver if confirmed else figure, sender_gbps=s["value"],
-                receiver_gbps=receiver, rtt_ms=rtts.get(peer), confirmed=confirmed,
+                job=job, source=_measured(run.node), target=_measured(target),
+                throughput_gbps=receiver if agreed else figure, sender_gbps=s["value"],
+                receiver_gbps=receiver, rtt_ms=rtts.get(peer), agreed=agreed, confirmed=confirmed,
                 ranked=ranked, profile=job.profile,
                 measured_at=run.finished_at or timezone.now()))
     LinkResult.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["job", "source", "target"],
-        update_fields=["throughput_gbps", "sender_gbps", "receiver_gbps", "rtt_ms", "confirmed",
+        update_fields=["throughput_gbps", "sender_gbps", "receiver_gbps", "rtt_ms", "agreed",
+                       "confirmed",
                        "ranked", "profile", "measured_at"])
 
 
@@ -113,7 +136,7 @@ def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
         return
     figures = {s["metric"]: {"value": s["value"], "unit": s["unit"], "n": s["n"]}
                for s in samples[timed.pk] if s["metric"].startswith(f"{metrics.CLUSTER_FAMILY}.")}
-    nodes = [r.node for r in runs]
+    nodes = [_measured(r.node) for r in runs]
     providers = {n.provider_id for n in nodes}
     regions = {n.region_id for n in nodes}
     models = {n.gpu_model for n in nodes}
@@ -127,7 +150,8 @@ def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
         "ranked": all(r.ranked and r.status == Run.Status.SUCCEEDED for r in runs),
         "profile": job.profile, "figures": figures,
         "slowest_link_gbps": min((v for v in links if v is not None), default=None),
-        "measured_at": max(r.finished_at or timezone.now() for r in succeeded)})
+        "measured_at": max(r.finished_at or timezone.now() for r in succeeded),
+        "grade": Sample.BUYER_MEASURED if _buyer_measured(job, runs) else Sample.HOST_REPORTED})
     cluster.nodes.set(nodes)
 
 

@@ -1,4 +1,4 @@
-"""What a platform reference endpoint recorded itself, read from its own logs.
+"""What a platform reference recorded itself, as its agent hands it in over the API.
 
 - Its iperf3 server (`iperf3 -s -J --logfile FILE`) appends one JSON report per test. The
   report's `start.cookie` is the test's id, which the client's JSON carries too; its
@@ -7,18 +7,30 @@
 - Its echo server (`benchctl echo-server --log FILE`) appends one JSON line per connection
   that began with a run's token: the round trips it timed itself.
 
-Pure parsing, plus a small cache that reads only what a log gained since the last look
-(the logs only grow, and the web process reads them on every network result).
+The reference's agent (`benchctl reference-agent`, workers/host/reference_agent.py) tails
+both logs on the reference's own host and posts what they gained with the reference's key
+(POST /api/v1/reference/records). Records are parsed here by the same pure parsers, stored
+per server, and read by evidence; the web tier never opens a file of the reference's.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from benchmarks.parsers.iperf3_server import json_objects, server_report
+from django.conf import settings
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce, Greatest
+
+from benchmarks.parsers.iperf3_server import ServerReport, server_report
+from config.errors import Invalid
+from fleet.models import ReferenceEndpoint
+from jobs.models import ReferenceRecord
+
+MAX_RECORDS_PER_POST = 500
+POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,7 @@ class EchoRecord:
     round_trips: int
     median_ms: float | None
     rtts_ms: tuple[float, ...] = ()
+    paced_by: str = ""  # "reference": the server sent the nonces and timed the answers
 
 
 def echo_record(obj: Any) -> EchoRecord | None:
@@ -37,47 +50,90 @@ def echo_record(obj: Any) -> EchoRecord | None:
         return EchoRecord(token=str(obj["token"]), client=str(obj.get("client", "")),
                           started=float(obj["started"]), round_trips=int(obj["round_trips"]),
                           median_ms=float(median) if median is not None else None,
-                          rtts_ms=tuple(float(r) for r in obj.get("rtts_ms") or ()))
+                          rtts_ms=tuple(float(r) for r in obj.get("rtts_ms") or ()),
+                          paced_by=str(obj.get("paced_by", "")))
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
-@dataclass
-class _Tail:
-    offset: int = 0
-    by_key: dict[str, list[Any]] = field(default_factory=dict)
+@dataclass(frozen=True)
+class Ingested:
+    stored: int
+    skipped: int  # not a record of a test (an iperf3 error report, another shape)
+    through: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stored": self.stored, "skipped": self.skipped, "through": self.through}
 
 
-class LogIndex:
-    """Records of a growing log by key (cookie or token), reading each byte once."""
+def ingest(endpoint: ReferenceEndpoint, iperf3: list[Any], echo: list[Any],
+           through: float) -> Ingested:
+    """Store what the reference's servers wrote since the agent's last post, once each
+    (an agent that posts a batch again after a lost answer stores nothing twice), and that
+    its servers' records are complete up to ``through`` (never later than now)."""
+    if not isinstance(iperf3, list) or not isinstance(echo, list):
+        raise Invalid("iperf3 and echo must be lists of the servers' records")
+    if len(iperf3) + len(echo) > MAX_RECORDS_PER_POST:
+        raise Invalid(f"at most {MAX_RECORDS_PER_POST} records per post; post the rest next")
+    server = endpoint.server_id()
+    rows, skipped = [], 0
+    for kind, objects, parse in ((ReferenceRecord.IPERF3, iperf3, server_report),
+                                 (ReferenceRecord.ECHO, echo, echo_record)):
+        for obj in objects:
+            record = parse(obj)
+            if record is None:
+                skipped += 1
+                continue
+            key = record.cookie if isinstance(record, ServerReport) else record.token
+            rows.append(ReferenceRecord(endpoint_id=server, kind=kind, key=key[:128],
+                                        client=record.client[:64], started=record.started,
+                                        payload=asdict(record)))
+    ReferenceRecord.objects.bulk_create(rows, ignore_conflicts=True)
+    # A reference's clock ahead of the platform's must not mark records complete that
+    # are not in yet.
+    through = min(float(through), time.time())
+    ReferenceEndpoint.objects.filter(pk=server).update(
+        records_through=Greatest(Coalesce(F("records_through"), Value(through)), Value(through)))
+    return Ingested(stored=len(rows), skipped=skipped, through=through)
 
-    def __init__(self, parse: Any, key: str) -> None:
-        self._parse = parse
-        self._key = key
-        self._tails: dict[str, _Tail] = {}
-        self._lock = threading.Lock()
 
-    def lookup(self, path: str, key: str) -> list[Any] | None:
-        """The records with this key; None when the log cannot be read."""
-        with self._lock:
-            tail = self._tails.setdefault(path, _Tail())
-            try:
-                with Path(path).open("rb") as log:
-                    size = log.seek(0, 2)
-                    if size < tail.offset:  # rotated or truncated: start again
-                        tail.offset, tail.by_key = 0, {}
-                    log.seek(tail.offset)
-                    text = log.read().decode("utf-8", "replace")
-            except OSError:
-                return None
-            objects, done = json_objects(text)
-            tail.offset += len(text[:done].encode("utf-8", "replace"))
-            for obj in objects:
-                record = self._parse(obj)
-                if record is not None:
-                    tail.by_key.setdefault(getattr(record, self._key), []).append(record)
-            return list(tail.by_key.get(key, []))
+def iperf3_tests(endpoint: ReferenceEndpoint, cookie: str) -> list[ServerReport]:
+    """The server's reports of the test with this cookie."""
+    return [ServerReport(**p) for p in _payloads(endpoint, ReferenceRecord.IPERF3, Q(key=cookie))]
 
 
-IPERF3 = LogIndex(server_report, "cookie")
-ECHO = LogIndex(echo_record, "token")
+def iperf3_since(endpoint: ReferenceEndpoint, started: float) -> list[ServerReport]:
+    """The server's reports of the tests that began at ``started`` or later."""
+    return [ServerReport(**p) for p in _payloads(endpoint, ReferenceRecord.IPERF3,
+                                                 Q(started__gte=started))]
+
+
+def echo_runs(endpoint: ReferenceEndpoint, token: str) -> list[EchoRecord]:
+    """The echo server's records of the connections that began with this token."""
+    return [EchoRecord(**(p | {"rtts_ms": tuple(p.get("rtts_ms") or ())}))
+            for p in _payloads(endpoint, ReferenceRecord.ECHO, Q(key=token))]
+
+
+def _payloads(endpoint: ReferenceEndpoint, kind: str, where: Q) -> Iterable[dict[str, Any]]:
+    return (ReferenceRecord.objects.filter(where, endpoint_id=endpoint.server_id(), kind=kind)
+            .order_by("started", "pk").values_list("payload", flat=True))
+
+
+def await_records(endpoints: Iterable[ReferenceEndpoint], until: float) -> bool:
+    """Wait (at most REFERENCE_RECORDS_WAIT_S) until the agents of these references have
+    handed in their servers' records up to ``until``. An endpoint with no agent, or one
+    silent for longer than REFERENCE_AGENT_SILENT_S, is not waited for: what it did not
+    hand in stays host-reported. Returns whether every record is in."""
+    servers = {e.server_id() for e in endpoints}
+    deadline = time.monotonic() + settings.REFERENCE_RECORDS_WAIT_S
+    while True:
+        behind = [t for t in ReferenceEndpoint.objects.filter(pk__in=servers)
+                  .exclude(key_digest="").values_list("records_through", flat=True)
+                  if t is None or t < until]
+        if not behind:
+            return True
+        alive = [t for t in behind
+                 if t is not None and t >= until - settings.REFERENCE_AGENT_SILENT_S]
+        if not alive or time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)

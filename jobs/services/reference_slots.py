@@ -21,8 +21,8 @@ from django.db import connection
 from django.utils import timezone
 
 from config.errors import Conflict, Invalid, TooMany
-from fleet.models import Node, ReferenceEndpoint
-from jobs.models import ReferenceQueue, ReferenceSlot, Run
+from fleet.models import Node
+from jobs.models import ReferenceQueue, ReferenceSlot, ReferenceTurn, Run
 from jobs.services import evidence
 
 MAX_SECONDS = 300  # one ask holds the slot at most this long; a longer test asks again
@@ -81,8 +81,19 @@ def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: flo
         won = cursor.fetchone()
     if won is None:
         return _wait(ReferenceSlot.objects.filter(endpoint_id=endpoint).first(), now)
+    _record_turn(endpoint, run_id, attempt_id, won[1], until)
     ReferenceQueue.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
     return SlotState(True, 0.0)
+
+
+def _record_turn(endpoint: int, run_id: int, attempt_id: uuid.UUID, taken_at: datetime,
+                 until: datetime) -> None:
+    """The turn kept for evidence: a new row when the hold began now, else extended."""
+    extended = ReferenceTurn.objects.filter(endpoint_id=endpoint, run_id=run_id,
+                                            started_at=taken_at).update(ended_at=until)
+    if not extended:
+        ReferenceTurn.objects.create(endpoint_id=endpoint, run_id=run_id, attempt=attempt_id,
+                                     started_at=taken_at, ended_at=until)
 
 
 def _first_in_line(endpoint: int, now: datetime, excluding: int | None = None) -> int | None:
@@ -103,6 +114,9 @@ def _wait(held: ReferenceSlot | None, now: datetime) -> SlotState:
 
 def give_back(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> None:
     endpoint = _endpoint(node, run_id, attempt_id, peer)
+    now = timezone.now()
+    ReferenceTurn.objects.filter(endpoint_id=endpoint, run_id=run_id, ended_at__gt=now).update(
+        ended_at=now)
     ReferenceSlot.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
     ReferenceQueue.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
 
@@ -118,6 +132,4 @@ def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> int:
     # endpoints on one server (a node's own relayed path beside its region's reference, as
     # the lab registers them) share its slot. Each with a slot of its own, two nodes tested
     # the one server at once, and one of them ran out of busy retries (make demo).
-    server = (ReferenceEndpoint.objects.filter(host=endpoint.host, iperf3_port=endpoint.iperf3_port)
-              .order_by("pk").values_list("pk", flat=True).first())
-    return int(server if server is not None else endpoint.pk)
+    return endpoint.server_id()

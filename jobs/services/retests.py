@@ -73,7 +73,9 @@ def plan(now: datetime, rng: random.Random | None = None) -> int:
     planned = set(Retest.objects.filter(due_at__gte=days[0], due_at__lt=days[-1] + timedelta(days=1))
                   .annotate(day=TruncDate("due_at")).values_list("node_id", "day").distinct())
     created = []
-    for node_id in Node.objects.filter(status=Node.Status.ACTIVE).values_list("pk", flat=True):
+    # A buyer's trial agent answers to its buyer only: the platform re-tests the node itself.
+    for node_id in Node.objects.filter(status=Node.Status.ACTIVE, trial_of__isnull=True
+                                       ).values_list("pk", flat=True):
         for day in days:
             if (node_id, day.date()) in planned:
                 continue
@@ -123,7 +125,9 @@ def _start(retest: Retest, now: datetime, out: Tick) -> None:
     elif not node.online:
         _settle(retest, Retest.Status.MISSED, "the node was offline", now)
         out.missed += 1
-    elif Run.objects.filter(node=node, status__in=(Run.Status.QUEUED, Run.Status.RUNNING),
+    # Only a buyer's run the node is actually running defers it: a queued one the host never
+    # claims (a sock-puppet buyer's job) would otherwise defer every re-test to "busy".
+    elif Run.objects.filter(node=node, status=Run.Status.RUNNING,
                             requested_by=Run.RequestedBy.BUYER).exists():
         if retest.deferred >= settings.RETEST_MAX_DEFERRALS:
             _settle(retest, Retest.Status.BUSY, "a buyer's job kept the node busy", now)

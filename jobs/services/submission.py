@@ -18,6 +18,7 @@ from django.utils import timezone
 from config.errors import Conflict, Invalid, TooMany
 from contract.suites import MEASURING_SUITES, SUITES, is_canonical, resolve_params
 from fleet.models import Node, Provider
+from fleet.services import trials
 from jobs.models import BenchmarkJob, Run
 from jobs.services.dispatch import publish_run
 
@@ -25,7 +26,7 @@ from jobs.services.dispatch import publish_run
 # inventory above all, is not read.
 RESPONSE_NODE_FIELDS = ("id", "name", "status", "enrolled_at", "last_seen_at", "revoked_reason",
                         "provider__name", "provider__kind", "region__code", "region__province",
-                        "region__city", "broker")
+                        "region__city", "broker", "trial_of", "trial_buyer", "trial_ends_at")
 
 
 def request_digest(node_ids: Sequence[int], suite: str, params: dict[str, Any],
@@ -62,10 +63,17 @@ def submit(owner: User, node_ids: Sequence[int], suite: str,
              .annotate(queued=_queued_runs(), mine=_queued_runs(owner.pk),
                        own=Exists(Provider.owners.through.objects.filter(
                            provider_id=OuterRef("provider_id"), user_id=owner.pk)))}
-    missing = [i for i in unique_ids if i not in nodes]
+    # A buyer's trial agent measures for that buyer only: to anyone else it does not exist.
+    missing = [i for i in unique_ids if i not in nodes
+               or (nodes[i].is_trial_agent
+                   and (by_platform or nodes[i].trial_buyer_id != owner.pk))]
     if missing:
         raise Invalid(f"unknown or revoked node ids: {missing}", field="nodes")
     _check_queue_bounds(nodes.values())
+    over = [i for i in unique_ids if trials.ended(nodes[i])]
+    if over:
+        raise Conflict(f"the trial of node(s) {over} has ended; ask for a new trial token "
+                       "(POST /api/v1/nodes/ID/trial-tokens)")
 
     try:
         # Inside a caller's transaction, a savepoint keeps a lost Idempotency-Key race from

@@ -12,9 +12,9 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from fleet.models import Node
-from fleet.services import broker
+from fleet.services import broker, revocation
 from jobs.models import Attempt, Run
-from jobs.services import multi_node
+from jobs.services import lifecycle, multi_node
 from jobs.services.dispatch import publish_run
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ class SweepReport:
     stuck: int = 0
     suspended: int = 0
     seen: int = 0  # nodes whose liveness key was set since the last pass
+    trials_ended: int = 0  # buyers' trial agents revoked at their trial's end
     brokers_down: list[str] = field(default_factory=list)
 
 
@@ -64,6 +65,7 @@ def sweep() -> SweepReport:
                              "renewing its lease each time")
                 run.finished_at = now
                 report.given_up += 1
+                lifecycle.settle([run.job_id])
             else:
                 run.status = Run.Status.QUEUED
                 run.dispatched_at = None
@@ -72,6 +74,7 @@ def sweep() -> SweepReport:
             run.lease_expires_at = None
             run.save()
     report.suspended = enforce_broker_budgets(up)
+    report.trials_ended = end_trials(now)
     report.timed_out = fail_unstarted(now)
     report.stuck = forget_stuck_dispatches(now)
     pending = list(Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
@@ -82,7 +85,7 @@ def sweep() -> SweepReport:
         if publish_run(run_id, node_id, broker_name):
             report.republished += 1
     if report.expired or report.given_up or report.republished or report.timed_out \
-            or report.stuck or report.suspended or report.brokers_down:
+            or report.stuck or report.suspended or report.trials_ended or report.brokers_down:
         log.info("sweep: %s", report)
     return report
 
@@ -109,6 +112,15 @@ def refresh_liveness(brokers: list[str], now: datetime) -> int:
         with connection.cursor() as cursor:
             cursor.execute(_SEEN_SQL, [list(seen), list(seen.values())])
     return len(seen)
+
+
+def end_trials(now: datetime) -> int:
+    """Revoke the trial agents whose trial ended: their key already stopped working (the
+    API refuses it); this fails their open runs and deletes their broker user too."""
+    over = list(Node.objects.filter(status=Node.Status.ACTIVE, trial_ends_at__lte=now))
+    for node in over:
+        revocation.revoke(node, reason="the buyer's trial ended")
+    return len(over)
 
 
 def enforce_broker_budgets(brokers: list[str]) -> int:
@@ -140,9 +152,7 @@ def _suspend_over_budget(nodes: dict[int, str], broker_name: str) -> int:
         reason = f"broker user suspended: {'; '.join(over)}"[:255]
         broker.suspend_node_user(use.node_id, broker_name)
         Node.objects.filter(pk=use.node_id).update(broker_suspended_reason=reason)
-        Run.objects.filter(node_id=use.node_id).exclude(status__in=Run.FINISHED).update(
-            status=Run.Status.FAILED, finished_at=timezone.now(), lease_expires_at=None,
-            error=reason)
+        lifecycle.fail_open_runs(Node(pk=use.node_id), reason)
         log.warning("node %s (%s): %s", use.node_id, nodes[use.node_id], reason)
         suspended += 1
     return suspended
@@ -165,6 +175,8 @@ def fail_unstarted(now: datetime) -> int:
                   f"not started within {limit} s: node {node.name} did not take it")
         if done and multi_node.concerns(run.job):
             multi_node.record(run.job_id)  # the links the other nodes measured still count
+        if done:
+            lifecycle.settle([run.job_id])  # a certification on it fails, saying why
         failed += done
     return failed
 

@@ -1,18 +1,24 @@
 """The cluster board: clusters of the same size and GPU model, ranked like with like.
 
 A buyer rents N nodes of one GPU model from one provider in one data centre; such a node
-set measured together (one multi-node job, a published profile) is an offer. Its row is
-its latest ranked result, with its slowest link, the all-reduce busbw at the largest
-message, DDP step time and comm share, the whole cluster's monthly price, and what is
-wrong with it (diagnose names the slow node or link, and RDMA that NCCL did not use).
+set measured together (one multi-node job, a published profile) is an offer. It ranks by
+default only when a buyer measured it (a job on the buyer's trial agents of those nodes:
+ClusterResult.grade); the hosts' own cluster runs are their claims, listed apart. Its
+figures are the median of its last LEADERBOARD_RUNS results of its class: the all-reduce
+busbw at the largest message, DDP step time and comm share; beside them its slowest link,
+the whole cluster's monthly price, and what is wrong with it (diagnose names the slow
+node or link, and RDMA that NCCL did not use).
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
 from config.errors import Invalid
@@ -20,6 +26,7 @@ from contract import metrics
 from jobs.models import ClusterResult, LinkResult, Sample
 from jobs.services import multi_node
 from leaderboard.services.diagnosis import Finding
+from leaderboard.services.ranking import EVIDENCE_CHOICES
 
 DEFAULT_METRIC = "training.samples_per_s"
 SLOWEST_LINK = "network.slowest_link"  # not a sample's metric: the cluster's weakest pair
@@ -40,16 +47,30 @@ class BadClusterFilter(Invalid, ValueError):
 @dataclass
 class ClusterEntry:
     rank: int
-    result: ClusterResult
+    result: ClusterResult  # the newest of the runs below
     price_cny_month: int | None
     price_per_throughput: float | None
     findings: list[Finding] = field(default_factory=list)
+    # metric -> {"value", "unit", "n"}: the median of the node set's last LEADERBOARD_RUNS
+    # results of its class (one run's figures would let a provider show its best hour).
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: int = 1
 
     def value(self, metric: str) -> float | None:
         if metric == SLOWEST_LINK:
             return self.result.slowest_link_gbps
-        figure = self.result.figures.get(metric)
+        figure = self.figures.get(metric)
         return float(figure["value"]) if isinstance(figure, dict) else None
+
+
+def grades(evidence: str) -> tuple[str, ...]:
+    """The rungs a board of ``evidence`` shows (the node board's classes: empty is measured,
+    the buyers' own runs on trial agents; "any" adds the hosts' claims)."""
+    if evidence and evidence not in EVIDENCE_CHOICES:
+        raise BadClusterFilter(f"evidence must be one of {', '.join(EVIDENCE_CHOICES)}, not "
+                               f"{evidence[:32]!r}", field="evidence")
+    return {"verified": (Sample.PLATFORM_VERIFIED,), "any": Sample.LADDER}.get(
+        evidence, Sample.MEASURED)
 
 
 def choices() -> list[str]:
@@ -61,27 +82,15 @@ def higher_is_better(metric: str) -> bool:
 
 
 def board(metric: str = DEFAULT_METRIC, size: int | None = None, gpu_model: str | None = None,
-          region: str = "", profile: str = "") -> list[tuple[tuple[int, str], list[ClusterEntry]]]:
-    """Sections (size, GPU model), each ranked on ``metric``, best first."""
+          region: str = "", profile: str = "",
+          evidence: str = "") -> list[tuple[tuple[int, str], list[ClusterEntry]]]:
+    """Sections (size, GPU model), each ranked on ``metric``, best first: the clusters
+    measured by the evidence class (by default buyer-measured: a buyer's trial agents)."""
     if metric not in choices():
         raise BadClusterFilter(f"unknown cluster metric {metric!r}; known: {', '.join(choices())}")
-    rows = (ClusterResult.objects.filter(offer=True, ranked=True)
-            .select_related("provider", "region").prefetch_related("nodes")
-            .order_by("-measured_at", "-id"))
-    if size is not None:
-        rows = rows.filter(size=size)
-    if gpu_model is not None:
-        rows = rows.filter(gpu_model__iexact=gpu_model)
-    if region:
-        rows = rows.filter(Q(region__code__iexact=region) | Q(region__province__iexact=region))
-    if profile:
-        rows = rows.filter(profile=profile)
-    newest: dict[tuple[str, str], ClusterResult] = {}
-    for result in rows[:5000]:
-        newest.setdefault((result.key, result.profile), result)
     sections: dict[tuple[int, str], list[ClusterEntry]] = {}
-    for result in newest.values():
-        sections.setdefault((result.size, result.gpu_model), []).append(entry(result))
+    for e in offers(grades(evidence), size, gpu_model, region, profile):
+        sections.setdefault((e.result.size, e.result.gpu_model), []).append(e)
     better = higher_is_better(metric)
     out = []
     for key in sorted(sections, key=lambda k: (k[0], k[1])):
@@ -95,15 +104,60 @@ def board(metric: str = DEFAULT_METRIC, size: int | None = None, gpu_model: str 
     return out
 
 
-def entry(result: ClusterResult) -> ClusterEntry:
+def claims(size: int | None = None, gpu_model: str | None = None, region: str = "",
+           profile: str = "") -> list[ClusterEntry]:
+    """The clusters only their hosts measured: the providers' claims, listed apart, unranked."""
+    return sorted(offers((Sample.HOST_REPORTED,), size, gpu_model, region, profile),
+                  key=lambda e: (e.result.size, e.result.gpu_model, e.result.key))
+
+
+def offers(kept: tuple[str, ...], size: int | None, gpu_model: str | None, region: str,
+           profile: str) -> list[ClusterEntry]:
+    """One entry per node set and profile: its last LEADERBOARD_RUNS ranked results whose
+    grade is one of ``kept``."""
+    rows = (ClusterResult.objects.filter(offer=True, ranked=True, grade__in=kept)
+            .select_related("provider", "region").prefetch_related("nodes")
+            .order_by("-measured_at", "-id"))
+    if size is not None:
+        rows = rows.filter(size=size)
+    if gpu_model is not None:
+        rows = rows.filter(gpu_model__iexact=gpu_model)
+    if region:
+        rows = rows.filter(Q(region__code__iexact=region) | Q(region__province__iexact=region))
+    if profile:
+        rows = rows.filter(profile=profile)
+    recent: dict[tuple[str, str], list[ClusterResult]] = {}
+    for result in rows[:5000]:
+        kept_runs = recent.setdefault((result.key, result.profile), [])
+        if len(kept_runs) < settings.LEADERBOARD_RUNS:
+            kept_runs.append(result)
+    return [entry(results[0], results) for results in recent.values()]
+
+
+def median_figures(results: list[ClusterResult]) -> dict[str, dict[str, Any]]:
+    """Per metric, the median of these results' figures (newest first)."""
+    values: dict[str, list[float]] = {}
+    units: dict[str, str] = {}
+    for result in results:
+        for metric, figure in (result.figures or {}).items():
+            if isinstance(figure, dict) and isinstance(figure.get("value"), (int, float)):
+                values.setdefault(metric, []).append(float(figure["value"]))
+                units.setdefault(metric, str(figure.get("unit", "")))
+    return {m: {"value": statistics.median(v), "unit": units[m], "n": len(v)}
+            for m, v in values.items()}
+
+
+def entry(result: ClusterResult, recent: list[ClusterResult] | None = None) -> ClusterEntry:
     nodes = list(result.nodes.all())
     prices = [n.monthly_price_cny for n in nodes]
     price = sum(p for p in prices if p) if nodes and all(prices) else None
-    throughput = result.figures.get("training.samples_per_s", {}).get("value")
+    figures = median_figures(recent or [result])
+    throughput = figures.get("training.samples_per_s", {}).get("value")
     return ClusterEntry(0, result, price,
                         round(price / throughput, 4) if price and throughput else None,
                         diagnose(result, multi_node.links_of(result.job_id,
-                                                             [n.pk for n in nodes])))
+                                                             [n.pk for n in nodes])),
+                        figures=figures, runs=len(recent or [result]))
 
 
 def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
@@ -132,9 +186,10 @@ def transports(job_id: int) -> list[HostTransport]:
     """Each node's side of a job: the active RDMA ports its host's inventory listed when it
     ran (fleet inventory ``rdma.active_ports``) and the transport its NCCL log named (the
     busbw sample's ``transport``). Host-reported, so read defensively."""
+    # A trial agent is named by the node it measures (its own name is the buyer's).
     rows = (Sample.objects.filter(run__job_id=job_id, metric="training.allreduce_busbw_largest")
-            .values_list("run__node__name", "run__inventory__rdma__active_ports",
-                         "metadata__transport"))
+            .values_list(Coalesce("run__node__trial_of__name", "run__node__name"),
+                         "run__inventory__rdma__active_ports", "metadata__transport"))
     return [(name, [str(p) for p in ports] if isinstance(ports, list) else [],
              transport if isinstance(transport, str) else None)
             for name, ports, transport in rows]

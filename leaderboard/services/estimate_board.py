@@ -4,8 +4,11 @@ A candidate is what the job would run on: one node (a one-node job) or a cluster
 together (a job on N nodes: its DDP and all-reduce figures belong to that node set). Its
 figures are the board's, never a run's own claim: node figures are the node's board values
 (ranked runs only, the median of its recent runs), cluster figures its newest ranked
-result, the busbw curve read from the run that timed the collectives. A candidate that
-lacks a figure the job needs is listed as skipped, with the reason; none is filled in.
+result, the busbw curve read from the run that timed the collectives. They are of the
+board's evidence class: by default measured (platform-verified or buyer-measured), so a
+host's typed figures estimate nothing unless the buyer asks for `evidence=any`; each
+candidate says the lowest rung it stands on. A candidate that lacks a figure the job needs
+is listed as skipped, with the reason; none is filled in.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from leaderboard.charts import number
 from leaderboard.models import LatestResult
 from leaderboard.services import clusters, estimate
 from leaderboard.services.estimate import Estimate, Measured, Workload
-from leaderboard.services.ranking import Filters, filtered, node_values, profile_for
+from leaderboard.services.latest import lowest
+from leaderboard.services.ranking import Filters, evidence_class, filtered, profile_for
 
 RANK_BY = ("cost", "time")
 MAX_CANDIDATES = 50
@@ -57,6 +61,7 @@ class Candidate:
     skipped: str = ""  # why no estimate: the figure the candidate lacks
     rank: int = 0
     sources: dict[str, str] = field(default_factory=dict)  # figure -> the record it came from
+    evidence: str = Sample.HOST_REPORTED  # the lowest rung among the figures it stands on
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,9 @@ class Selection:
     gpu_model: str = ""
     max_price: int | None = None
     profile: str = ""
+    # The board's evidence class (ranking.EVIDENCE_CHOICES): empty is measured, figures the
+    # platform verified or a buyer's trial agent measured; "any" estimates on claims too.
+    evidence: str = ""
 
 
 def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> list[Candidate]:
@@ -78,12 +86,13 @@ def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> lis
     no price never makes a node look free."""
     if rank_by not in RANK_BY:
         raise BadCandidates(f"rank_by must be one of {', '.join(RANK_BY)}", field="rank_by")
+    clusters.grades(selection.evidence)  # an unknown class is a 400 before any work
     found = ([*picked_nodes(workload, selection), *picked_clusters(workload, selection)]
              if selection.nodes or selection.clusters else board_candidates(workload, selection))
     for c in found:
         if not c.skipped:
             try:
-                c.estimate = estimate.estimate(workload, measured(c, workload))
+                c.estimate = estimate.estimate(workload, measured(c, workload, selection.evidence))
             except estimate.BadWorkload as exc:
                 c.skipped = str(exc)
 
@@ -132,6 +141,9 @@ def picked_clusters(workload: Workload, selection: Selection) -> list[Candidate]
         # provider's hand-tuned run) or a cluster that mixes providers is not an offer.
         if not (result.offer and result.ranked):
             c.skipped = "not a ranked offer: measured with custom parameters or across providers"
+        elif result.grade not in clusters.grades(selection.evidence):
+            c.skipped = ("its figures are its hosts' own (host-reported): a buyer's trial "
+                         "agents have not measured it; ask with evidence any to use the claims")
         elif result.size != workload.nodes:
             c.skipped = f"a cluster of {result.size} nodes; the job runs on {workload.nodes}"
         out.append(c)
@@ -143,13 +155,14 @@ def board_candidates(workload: Workload, selection: Selection) -> list[Candidate
         # The board's own filters over the nodes with a matmul figure at the job's precision.
         filters = Filters(metric=MATMUL[workload.precision], region=selection.region,
                           provider=selection.provider, gpu_model=selection.gpu_model,
-                          max_price=selection.max_price, evidence="any")
+                          max_price=selection.max_price, evidence=selection.evidence)
         profile = selection.profile or profile_for(filters)
         rows = filtered(filters, profile).order_by("node__name")[:MAX_CANDIDATES]
         return [node_candidate(row.node, profile) for row in rows]
     out = []
     for _section, entries in clusters.board(size=workload.nodes, gpu_model=selection.gpu_model or None,
-                                     region=selection.region, profile=selection.profile):
+                                            region=selection.region, profile=selection.profile,
+                                            evidence=selection.evidence):
         for e in entries:
             if selection.provider and (e.result.provider is None or e.result.provider.name.lower()
                                        != selection.provider.lower()):
@@ -181,47 +194,70 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
 
 # --- what was measured ---------------------------------------------------------------------
 
-def measured(c: Candidate, workload: Workload) -> Measured:
-    """The candidate's figures for this job. A cluster runs at its slowest node's compute,
-    storage and data loading; its all-reduce curve and slowest link are its own."""
+def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
+    """The candidate's figures for this job, of the evidence class. A cluster runs at its
+    slowest node's compute, storage and data loading; its all-reduce curve and slowest link
+    are its own."""
     ids = [n["id"] for n in c.nodes]
     profile = c.profile or "default"
-    values = node_values(ids, profile, "any")
+    values: dict[int, dict[str, tuple[float, str]]] = {}
+    for node_id, metric, value, grade in LatestResult.objects.filter(
+            node_id__in=ids, profile=profile, evidence=evidence_class(evidence)).values_list(
+            "node_id", "metric", "value", "grade"):
+        values.setdefault(node_id, {})[metric] = (value, grade)
+    used: list[str] = []
+
+    def figure(pk: int, metric: str) -> float | None:
+        found = values.get(pk, {}).get(metric)
+        return found[0] if found else None
+
     matmul = MATMUL[workload.precision]
-    compute = [values.get(pk, {}).get(matmul) for pk in ids]
+    compute = [figure(pk, matmul) for pk in ids]
     if not all(compute):
         lacking = ", ".join(n["name"] for n, v in zip(c.nodes, compute, strict=True) if not v)
-        raise estimate.BadWorkload(f"no {matmul} figure on the board ({profile} profile) for "
-                                   f"{lacking}", field="candidate")
+        # "measured" only when a host did report it: then a trial would measure it.
+        claimed = LatestResult.objects.filter(node_id__in=ids, profile=profile, metric=matmul,
+                                              evidence=LatestResult.ANY).exists()
+        kind = " measured" if claimed and evidence_class(evidence) != LatestResult.ANY else ""
+        raise estimate.BadWorkload(f"no{kind} {matmul} figure on the board ({profile} profile) "
+                                   f"for {lacking}", field="candidate")
+    used += [values[pk][matmul][1] for pk in ids]
     c.sources["tflops"] = f"board value of {matmul}, {profile} profile"
     figures: dict[str, Any] = {}
     for name, metric in NODE_FIGURES.items():
-        found = [values.get(pk, {}).get(metric) for pk in ids]
+        found = [figure(pk, metric) for pk in ids]
         if all(found):
             figures[name] = min(v for v in found if v)
+            used += [values[pk][metric][1] for pk in ids]
             c.sources[name] = f"board value of {metric}, {profile} profile"
-    curve, link = busbw_curve(c, workload)
+    curve, link, grade = busbw_curve(c, workload, evidence)
+    if grade:
+        used.append(grade)
+    c.evidence = lowest(used)
     return Measured(tflops=min(v for v in compute if v), busbw_curve=curve,
                     price_cny_month=c.price_cny_month, link_gbps=link, on_cpu=c.on_cpu, **figures)
 
 
-def busbw_curve(c: Candidate, workload: Workload) -> tuple[list[tuple[float, float]], float | None]:
-    """The all-reduce curve (bytes, GB/s) measured across the candidate's ranks: a cluster's
-    from the run that timed its job's collectives, a node's from its board run of busbw."""
+def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
+                ) -> tuple[list[tuple[float, float]], float | None, str]:
+    """The all-reduce curve (bytes, GB/s) measured across the candidate's ranks, its slowest
+    link and its evidence: a cluster's from the run that timed its job's collectives (its
+    grade), a node's from its board run of busbw in the class."""
     if workload.ranks < 2:
-        return [], None
+        return [], None, ""
     if c.kind == "cluster":
         result = ClusterResult.objects.get(pk=c.id)
         rows = Sample.objects.filter(run__job_id=result.job_id, metric=BUSBW,
                                      run__status="succeeded").order_by("run_id")
-        link = result.slowest_link_gbps
+        link, grade = result.slowest_link_gbps, result.grade
         where = f"job {result.job_id}"
     else:
         latest = LatestResult.objects.filter(node_id=c.id, metric=BUSBW, profile=c.profile,
-                                             evidence=LatestResult.ANY).first()
+                                             evidence=evidence_class(evidence)).first()
         rows = Sample.objects.filter(run_id=latest.run_id, metric=BUSBW) if latest else \
             Sample.objects.none()
         link, where = None, f"run {latest.run_id}" if latest else ""
+        grade = latest.grade if latest else ""
     sample = rows.first()
     table = (sample.metadata or {}).get("curve") if sample else None
     # The curve is the host's word; its peak (the sample's value) is what intake checked
@@ -235,7 +271,7 @@ def busbw_curve(c: Candidate, workload: Workload) -> tuple[list[tuple[float, flo
              and is_number(row.get("busbw_gbs"))]
     if curve:
         c.sources["busbw_curve"] = f"{BUSBW} curve of {where}"
-    return curve, link
+    return curve, link, grade if curve else ""
 
 
 def is_number(value: Any) -> bool:
@@ -295,5 +331,5 @@ def candidate_data(c: Candidate) -> dict[str, Any]:
     return {"rank": c.rank or None, "kind": c.kind, "id": c.id, "name": c.name,
             "provider": c.provider, "region": c.region, "nodes": c.nodes,
             "price_cny_month": c.price_cny_month, "profile": c.profile, "on_cpu": c.on_cpu,
-            "sources": c.sources, "evidence": "host-reported",
+            "sources": c.sources, "evidence": c.evidence,
             "estimate": estimate_data(c.estimate) if c.estimate else None, "skipped": c.skipped}

@@ -110,7 +110,8 @@ def link_data(link: LinkResult) -> dict[str, Any]:
             "to_node": link.target_id, "to_name": link.target.name,
             "throughput_gbps": link.throughput_gbps, "sender_gbps": link.sender_gbps,
             "receiver_gbps": link.receiver_gbps, "rtt_ms": link.rtt_ms,
-            "confirmed": link.confirmed, "job": link.job_id, "measured_at": link.measured_at}
+            "agreed": link.agreed, "confirmed": link.confirmed, "job": link.job_id,
+            "measured_at": link.measured_at}
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Ranking nodes on one metric, like with like: one profile, filters, spread and staleness.
 
-Evidence: for a metric the platform can verify (throughput and RTT to its reference
-endpoints) the default ranking uses verified figures only and lists host-reported ones
-apart; other metrics rank host-reported figures, marked. ``evidence=verified|any`` chooses.
+Evidence, the ladder: the default ranking uses figures the platform verified (its reference
+endpoint's own record) and figures a buyer measured (a trial agent only the buyer holds);
+nodes with host-reported figures only are listed apart, unranked, as their provider's
+claims. ``evidence=verified`` ranks the platform's own figures only, ``evidence=any`` every
+figure (marked).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class BadEvidence(BadFilter):
     default_field = "evidence"
 
 
-EVIDENCE_CHOICES = ("verified", "any")
+EVIDENCE_CHOICES = ("verified", "measured", "any")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Filters:
     gpu_model: str = ""
     profile: str = ""  # empty: the profile with the most results for the metric
     certified: bool = False
-    evidence: str = ""  # empty: verified where the metric can be verified, else any
+    evidence: str = ""  # empty: measured (platform-verified and buyer-measured figures)
     max_price: int | None = None  # CNY per month: a buyer's budget (nodes with no price drop out)
 
     @classmethod
@@ -77,11 +79,13 @@ class Filters:
         if self.evidence and self.evidence not in EVIDENCE_CHOICES:
             raise BadEvidence(f"evidence must be one of {', '.join(EVIDENCE_CHOICES)}, "
                               f"not {self.evidence!r}")
-        if self.evidence == "any":
-            return LatestResult.ANY
-        if self.evidence == "verified" or metric_of(self.metric).verifiable:
-            return LatestResult.VERIFIED
-        return LatestResult.ANY
+        return evidence_class(self.evidence)
+
+
+def evidence_class(evidence: str) -> str:
+    """The board class a query's ``evidence`` names (empty: the default, measured)."""
+    return {"verified": LatestResult.VERIFIED, "any": LatestResult.ANY}.get(
+        evidence, LatestResult.MEASURED)
 
 
 class BadText(BadFilter):
@@ -153,9 +157,9 @@ def ranked(filters: Filters) -> tuple[QuerySet[LatestResult], str]:
 
 
 def host_reported(filters: Filters, profile: str, limit: int = 200) -> list[LatestResult]:
-    """Nodes with figures only the host vouches for, where the ranking wants verified ones:
+    """Nodes with figures below the rungs the ranking stands on (their host's claims):
     listed apart, unranked, so a buyer sees them without their claims outranking anyone."""
-    if filters.evidence_class() != LatestResult.VERIFIED:
+    if filters.evidence_class() == LatestResult.ANY:
         return []
     verified = filtered(filters, profile).values("node_id")
     rows = (filtered(filters, profile, LatestResult.ANY).exclude(node_id__in=verified)
@@ -169,19 +173,13 @@ def is_stale(measured_at: Any) -> bool:
 
 def node_values(node_ids: Iterable[int], profile: str,
                 evidence: str = "") -> dict[int, dict[str, float]]:
-    """Every board value of these nodes in one profile: node -> metric -> value.
-
-    As the ranking does: a verifiable metric counts only verified (unless ``evidence`` is
-    "any"), the others every figure.
-    """
+    """Every board value of these nodes in one profile and evidence class (as the ranking
+    reads ``evidence``: empty is measured): node -> metric -> value."""
     values: dict[int, dict[str, float]] = defaultdict(dict)
-    for node_id, metric, value, row_evidence in LatestResult.objects.filter(
-            node_id__in=list(node_ids), profile=profile).values_list(
-                "node_id", "metric", "value", "evidence"):
-        known = metrics.METRICS.get(metric)
-        verifiable = bool(known and known.verifiable) and evidence != "any"
-        if row_evidence == (LatestResult.VERIFIED if verifiable else LatestResult.ANY):
-            values[node_id][metric] = value
+    for node_id, metric, value in LatestResult.objects.filter(
+            node_id__in=list(node_ids), profile=profile,
+            evidence=evidence_class(evidence)).values_list("node_id", "metric", "value"):
+        values[node_id][metric] = value
     return values
 
 
@@ -198,17 +196,25 @@ class Entry:
     findings: list[diagnosis.Finding] = field(default_factory=list)
     # The ranked figure across the platform's re-tests at different hours.
     stability: stability.Stability | None = None
+    # Not yet a week of the platform's re-tests: a first impression, not a record.
+    new: bool = False
 
 
 def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
             evidence: str = "") -> list[Entry]:
-    values = node_values((r.node_id for r in rows), profile, evidence)
+    ids = [r.node_id for r in rows]
+    # Scored, priced and starred on measured figures only, whichever rows are shown; the
+    # diagnosis reads what the board shows (a host's claims, where it shows them).
+    measured = node_values(ids, profile)
+    shown = measured if evidence_class(evidence) == LatestResult.MEASURED else node_values(
+        ids, profile, evidence)
     watched = {*stability_board.WATCHED, *(r.metric for r in rows[:1])}
-    stable = stability_board.figures([r.node_id for r in rows], watched) if rows else {}
+    stable = stability_board.figures(ids, watched) if rows else {}
+    fresh = stability_board.new_nodes(ids) if rows else set()
     out = []
     for i, row in enumerate(rows):
         mine = stable.get(row.node_id, {})
-        v = stability_board.scored(values.get(row.node_id, {}), mine)
+        v = stability_board.scored(measured.get(row.node_id, {}), mine)
         try:
             s = score.score(v)
         except (ArithmeticError, ValueError, TypeError):
@@ -219,9 +225,9 @@ def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
             rank=first_rank + i, row=row, stale=is_stale(row.measured_at), score=s,
             price_per_score=round(price / s.value, 2) if price and s.value else None,
             price_per_throughput=round(price / throughput, 4) if price and throughput else None,
-            findings=diagnosis.diagnose(v) + [f for m, st in mine.items()
-                                              if (f := stability_board.finding(m, st))],
-            stability=mine.get(row.metric)))
+            findings=diagnosis.diagnose(stability_board.scored(shown.get(row.node_id, {}), mine))
+            + [f for m, st in mine.items() if (f := stability_board.finding(m, st))],
+            stability=mine.get(row.metric), new=row.node_id in fresh))
     return out
 
 
@@ -271,11 +277,13 @@ HISTORY_MAX_PAGE = 2000
 
 def history(node: Node, metric_name: str, after: tuple[Any, int] | None = None,
             limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
-    """Succeeded measurements of one metric on one node, oldest first, ranked or not (an
-    unranked one says so: custom parameters, or a suite that does not rank); at most
-    ``limit`` of them, after the (finished_at, sample id) of the previous page."""
+    """Succeeded measurements of one metric on one node (its buyers' trial agents' among
+    them), oldest first, ranked or not (an unranked one says so: custom parameters, or a
+    suite that does not rank); at most ``limit`` of them, after the (finished_at, sample id)
+    of the previous page."""
     metric_of(metric_name)
-    samples = (Sample.objects.filter(run__node=node, metric=metric_name, run__status="succeeded")
+    samples = (Sample.objects.filter(Q(run__node=node) | Q(run__node__trial_of=node),
+                                     metric=metric_name, run__status="succeeded")
                .select_related("run__job").order_by("run__finished_at", "id"))
     if after is not None:
         samples = samples.filter(Q(run__finished_at__gt=after[0])

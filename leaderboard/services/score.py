@@ -6,6 +6,10 @@ target), and the score is the weighted mean of the parts the node has, times 100
 are configuration (settings.SCORE_WEIGHTS); a part the node has no figure for is left out
 and shown as missing, so the score says how much of it was measured.
 
+The callers give it measured figures only (platform-verified or buyer-measured: the
+evidence ladder), and there is no score until every core part is measured: a node that
+held back a slow part (or has only its host's word for it) must not score on the rest.
+
     part = min(1, value / target)        when higher is better
     part = min(1, target / value)        when lower is better
     score = 100 * sum(w_i * part_i) / sum(w_i)   over the parts present
@@ -30,6 +34,8 @@ class Part:
     higher_is_better: bool
     why: str  # marked for translation; the pages translate it when shown
     label: str = ""
+    # Every host has it, GPU or not, one node or many: no score without it.
+    core: bool = False
 
 
 # Not a metric: the worst hour's share of the best hour's median across the platform's
@@ -41,10 +47,10 @@ PARTS = [
     Part("bandwidth", ("network.tcp_throughput",),
          link_classes.floor(10.0), True,
          gettext_noop("a 10 GbE link between nodes for distributed training (9 Gbit/s measured)"),
-         gettext_noop("Bandwidth")),
+         gettext_noop("Bandwidth"), core=True),
     Part("latency", ("network.tcp_rtt", "network.icmp_rtt_avg"), 5.0,
          False, gettext_noop("RTT under 5 ms is good; over 10 ms needs a better path"),
-         gettext_noop("Latency")),
+         gettext_noop("Latency"), core=True),
     Part("busbw", ("training.allreduce_busbw",), 1.25, True,
          gettext_noop("all-reduce bus bandwidth at 10 Gbit/s line rate (1.25 GB/s)"),
          gettext_noop("All-reduce bandwidth")),
@@ -53,9 +59,9 @@ PARTS = [
          gettext_noop("Communication share")),
     Part("iops", ("storage.randread_iops",), 100_000.0, True,
          gettext_noop("4k random read IOPS of local NVMe"),
-         gettext_noop("Storage IOPS")),
+         gettext_noop("Storage IOPS"), core=True),
     Part("checkpoint", ("storage.checkpoint_write",), 1.0, True, gettext_noop("checkpoint writes at 1 GB/s"),
-         gettext_noop("Checkpoint writes")),
+         gettext_noop("Checkpoint writes"), core=True),
     Part("data_loading", ("training.dataloader_samples_per_s",), 2_000.0, True,
          gettext_noop("an input pipeline that keeps a GPU fed (2,000 samples/s)"),
          gettext_noop("Data loading")),
@@ -81,11 +87,12 @@ def weights() -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Score:
-    value: float | None
+    value: float | None  # None: nothing measured, or a core part missing
     parts: dict[str, float | None]  # part -> 0..1, None when not measured
+    missing: tuple[str, ...] = ()  # the core parts with no measured figure
 
     def as_dict(self) -> dict[str, object]:
-        return {"value": self.value, "parts": self.parts}
+        return {"value": self.value, "parts": self.parts, "missing": list(self.missing)}
 
 
 def part_score(part: Part, value: float) -> float:
@@ -95,7 +102,7 @@ def part_score(part: Part, value: float) -> float:
 
 
 def score(values: Mapping[str, float]) -> Score:
-    """The score of one node from its latest value per metric."""
+    """The score of one node from its latest measured value per metric."""
     w = weights()
     parts: dict[str, float | None] = {}
     total = weight = 0.0
@@ -108,4 +115,7 @@ def score(values: Mapping[str, float]) -> Score:
         parts[part.name] = round(s, 4)
         total += w[part.name] * s
         weight += w[part.name]
-    return Score(round(100 * total / weight, 1) if weight else None, parts)
+    missing = tuple(p.name for p in PARTS if p.core and w.get(p.name, 0) > 0
+                    and parts[p.name] is None)
+    value = round(100 * total / weight, 1) if weight and not missing else None
+    return Score(value, parts, missing)

@@ -15,11 +15,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Min
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from contract import metrics
 from fleet.models import RetestPause
+from fleet.services import identity
 from jobs.models import Retest, Sample
 from leaderboard.services import score
 from leaderboard.services.diagnosis import Finding
@@ -45,12 +47,28 @@ def window(now: datetime | None = None) -> tuple[datetime, datetime]:
     return now - timedelta(days=settings.STABILITY_WINDOW_DAYS), now
 
 
+def new_nodes(node_ids: Iterable[int], now: datetime | None = None) -> set[int]:
+    """The nodes whose host the platform has not re-tested for NEW_NODE_DAYS yet (its first
+    done re-test, under any name it was enrolled as, is more recent, or there is none): a
+    buyer reads their figures as a first impression, not a record."""
+    ids = list(node_ids)
+    hosts = identity.lineage(ids)
+    every = sorted({n for chain in hosts.values() for n in chain})
+    first = dict(Retest.objects.filter(node_id__in=every, status=Retest.Status.DONE)
+                 .values("node_id").annotate(first=Min("due_at")).values_list("node_id", "first"))
+    since = (now or timezone.now()) - timedelta(days=settings.NEW_NODE_DAYS)
+    return {n for n in ids if not any(first.get(h) and first[h] <= since for h in hosts[n])}
+
+
 def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None = None
             ) -> dict[int, dict[str, Stability]]:
     """node -> metric -> its stability over the window (every node asked for, every metric)."""
     ids, names = list(node_ids), list(wanted)
     start, end = window(now)
-    retests = list(Retest.objects.filter(node_id__in=ids, due_at__gte=start, due_at__lt=end,
+    # A host enrolled again under a new name keeps its record (fleet.services.identity).
+    hosts = identity.lineage(ids)
+    every = sorted({n for chain in hosts.values() for n in chain})
+    retests = list(Retest.objects.filter(node_id__in=every, due_at__gte=start, due_at__lt=end,
                                          status__in=COUNTED).values("node_id", "due_at", "status",
                                                                      "job_id"))
     values: dict[tuple[int, str], list[float]] = defaultdict(list)
@@ -58,12 +76,12 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
                                      metric__in=names).values("run__job_id", "metric", "value"):
         values[(row["run__job_id"], row["metric"])].append(row["value"])
     pauses: dict[int, list[Pause]] = defaultdict(list)
-    for p in RetestPause.objects.filter(node_id__in=ids, end__gt=start, start__lt=end):
+    for p in RetestPause.objects.filter(node_id__in=every, end__gt=start, start__lt=end):
         pauses[p.node_id].append(Pause(timezone.localtime(max(p.start, start)),
                                        timezone.localtime(min(p.end, end))))
     out: dict[int, dict[str, Stability]] = {}
     for node_id in ids:
-        mine = [r for r in retests if r["node_id"] == node_id]
+        mine = [r for r in retests if r["node_id"] in hosts[node_id]]
         out[node_id] = {}
         for name in names:
             better = metrics.METRICS[name].higher_is_better
@@ -75,7 +93,8 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
                 elif found:  # a done re-test that did not measure this metric says nothing
                     worst = min(found) if better else max(found)
                     observations.append(Observation(timezone.localtime(r["due_at"]), worst))
-            out[node_id][name] = judge(observations, better, pauses[node_id],
+            out[node_id][name] = judge(observations, better,
+                                       [x for n in hosts[node_id] for x in pauses[n]],
                                        (timezone.localtime(start), timezone.localtime(end)))
     return out
 

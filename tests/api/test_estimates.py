@@ -15,7 +15,7 @@ import pytest
 from fleet.models import Node, Region
 from jobs.models import ClusterResult
 from leaderboard.services import estimate
-from tests.fixtures import HONEST_INVENTORY, Actor, measured
+from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
 from tests.leaderboard.test_links_clusters import multi_node_job, uniform
 
 A100_NAME = "NVIDIA A100-SXM4-80GB"
@@ -32,21 +32,26 @@ def curve_for(link_gbps: float) -> list[dict[str, float]]:
 
 
 @pytest.fixture
-def cluster(enrol_node: Any, buyer: Actor,
+def cluster(enrol_node: Any, buyer: Actor, settings: Any,
             django_capture_on_commit_callbacks: Any) -> Callable[..., ClusterResult]:
-    """Two A100 nodes measured together on a link of ``gbps``, each with its own matmul."""
+    """Two A100 nodes measured together on a link of ``gbps``, each with its own matmul: by
+    the buyer's trial agents of them (buyer-measured), or with ``hosts`` by the provider's
+    hosts themselves (host-reported)."""
+    settings.TRIAL_TOKENS_PER_DAY = 100
+
     def make(prefix: str, region: Region | None, gbps: float, price: int | None = 25_000,
              params: dict[str, Any] | None = None, curve: list[dict[str, float]] | None = None,
-             tflops: float | None = TFLOPS) -> ClusterResult:
+             tflops: float | None = TFLOPS, hosts: bool = False) -> ClusterResult:
         count = Node.objects.count()
         enrolled = [enrol_node(f"{prefix}{i}", region=region, inventory=A100,
                                address=f"10.0.9.{count + i + 2}") for i in range(2)]
-        for e in enrolled:
+        runs_on = enrolled if hosts else [trial_agent(buyer, e, inventory=A100) for e in enrolled]
+        for e, on in zip(enrolled, runs_on, strict=True):
             Node.objects.filter(pk=e.node.pk).update(monthly_price_cny=price)
             if tflops is not None:
-                measured(buyer, e, 5.0, extra={"gpu.matmul_tflops_bf16": tflops})
+                measured(buyer, on, 5.0, extra={"gpu.matmul_tflops_bf16": tflops})
         with django_capture_on_commit_callbacks(execute=True):  # links and cluster: on commit
-            job = multi_node_job(buyer, enrolled, uniform(2, gbps), params=params,
+            job = multi_node_job(buyer, runs_on, uniform(2, gbps), params=params,
                                  curve=curve if curve is not None else curve_for(gbps))
         return ClusterResult.objects.get(job=job)
     return make
@@ -140,19 +145,27 @@ def test_a_candidate_without_a_matmul_figure_is_skipped_not_guessed(
     bare = cluster("ba", hangzhou, 10.0, tflops=None)
     body = post(buyer, {"workload": GPT2_MEDIUM, "clusters": [bare.pk]}).json()
     (row,) = body["results"]
-    assert row["estimate"] is None and "no gpu.matmul_tflops_bf16 figure" in row["skipped"]
+    assert row["estimate"] is None and "gpu.matmul_tflops_bf16 figure" in row["skipped"]
 
 
 def test_a_one_node_job_estimates_nodes_and_syncs_nothing(enrol_node: Any, buyer: Actor) -> None:
     e = enrol_node("solo", inventory=A100)
     # Enrolment records the GPU the host claims: its matmul is judged against the A100's peak.
     assert e.node.gpu_model == A100_NAME
-    measured(buyer, e, 5.0, extra={"gpu.matmul_tflops_bf16": 200.0,
-                                   "training.dataloader_samples_per_s": 1000.0,
-                                   "storage.packedfile_read": 50_000.0})
-    body = post(buyer, {"workload": {"preset": "resnet50", "steps": 1000}}).json()
+    figures = {"gpu.matmul_tflops_bf16": 200.0, "training.dataloader_samples_per_s": 1000.0,
+               "storage.packedfile_read": 50_000.0}
+    # The host's own figures estimate nothing by default: they are its provider's claims.
+    measured(buyer, e, 5.0, extra=figures)
+    job = {"workload": {"preset": "resnet50", "steps": 1000}}
+    assert post(buyer, job).json()["results"] == []
+    (claimed,) = post(buyer, job | {"evidence": "any"}).json()["results"]
+    assert claimed["evidence"] == "host-reported" and claimed["estimate"] is not None
+    # A buyer's trial agent on it measures the same: the estimate stands on that.
+    measured(buyer, trial_agent(buyer, e, inventory=A100), 5.0, extra=figures)
+    body = post(buyer, job).json()
     (row,) = body["results"]
     assert row["kind"] == "node" and row["id"] == e.node.pk
+    assert row["evidence"] == "buyer-measured"
     parts = row["estimate"]["parts_s"]
     assert parts["sync"] == 0.0
     assert parts["compute"] == pytest.approx(256 * 22.8e9 / 200e12)
@@ -192,3 +205,22 @@ def test_explicit_figures_override_the_preset(cluster: Any, buyer: Actor,
     assert body["workload"]["global_batch"] == 1024
     assert body["results"][0]["estimate"]["parts_s"]["compute"] == pytest.approx(
         1024 * 2.18e12 / (2 * TFLOPS * 1e12))
+
+
+def test_a_cluster_only_its_hosts_measured_is_skipped_unless_the_claims_are_asked_for(
+        cluster: Any, buyer: Actor, hangzhou: Region) -> None:
+    # The provider's own hosts post their cluster's figures: a claim, not a candidate by default.
+    claimed = cluster("hc", hangzhou, 9.5, hosts=True)
+    honest = cluster("bm", hangzhou, 10.0)
+    assert (claimed.grade, honest.grade) == ("host-reported", "buyer-measured")
+    body = post(buyer, {"workload": GPT2_MEDIUM, "clusters": [claimed.pk, honest.pk]}).json()
+    rows = {r["id"]: r for r in body["results"]}
+    assert rows[claimed.pk]["estimate"] is None
+    assert "host-reported" in rows[claimed.pk]["skipped"]
+    assert rows[honest.pk]["rank"] == 1 and rows[honest.pk]["evidence"] == "buyer-measured"
+    # The board's candidates: the measured cluster only; with evidence any, both, labelled.
+    board = post(buyer, {"workload": GPT2_MEDIUM}).json()["results"]
+    assert [r["id"] for r in board] == [honest.pk]
+    both = post(buyer, {"workload": GPT2_MEDIUM, "evidence": "any"}).json()["results"]
+    assert {r["id"]: r["evidence"] for r in both} == {claimed.pk: "host-reported",
+                                                      honest.pk: "buyer-measured"}

@@ -19,7 +19,7 @@ from certification.services import issuing as certification
 from certification.services import signing
 from jobs.services import lifecycle
 from lab.procs import REPO
-from tests.fixtures import reference_samples
+from tests.fixtures import measured, reference_samples, trial_agent
 from workers.buyer import certificate
 
 # Typed figures for what only the host can measure; network figures come from real tests
@@ -28,7 +28,9 @@ from workers.buyer import certificate
 GOOD = {"storage.randread_iops": (60_000.0, "IOPS"), "storage.randread_lat_mean": (533.3, "us"),
         "storage.checkpoint_write": (0.6, "GB/s"),
         "training.dataloader_samples_per_s": (3000.0, "samples/s"),
-        "training.samples_per_s": (900.0, "samples/s")}
+        "training.samples_per_s": (900.0, "samples/s"),
+        # 2 ranks of batch 32 at 71.11 ms a step: the 900 samples/s above.
+        "training.step_time": (71.11, "ms")}
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +49,9 @@ def certify(provider_owner: Any, node: Any, figures: dict[str, tuple[float, str]
     run = cert_request.job.runs.get()
     claim = lifecycle.claim(node.node, run.pk)
     assert claim.spec()["params"]["seed"] == cert_request.job.params["seed"]  # platform's choice
-    samples = [{"metric": m, "value": v, "unit": u, "n": 3, "metadata": {}} | dict.fromkeys(
-        ("p5", "p95", "min", "max", "cv")) for m, (v, u) in figures.items()]
+    samples = [{"metric": m, "value": v, "unit": u, "n": 3,
+                "metadata": {"world_size": 2} if m == "training.step_time" else {}}
+               | dict.fromkeys(("p5", "p95", "min", "max", "cv")) for m, (v, u) in figures.items()]
     if network:
         samples += reference_samples(claim.spec())
     with capture(execute=True):
@@ -63,9 +66,13 @@ def key() -> Any:
 
 
 def test_a_node_meeting_every_criterion_gets_a_signed_certificate(
-        provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+        provider_owner: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
         django_capture_on_commit_callbacks: Any) -> None:
-    cert_request = certify(provider_owner, enrol_node("hz-1"), GOOD, django_capture_on_commit_callbacks)
+    node = enrol_node("hz-1")
+    # A buyer's trial measured what only the host could otherwise report: the certificate
+    # stands on the reference's records and on the buyer's figures.
+    measured(buyer, trial_agent(buyer, node), 9.0, "quick", {m: v for m, (v, _) in GOOD.items()})
+    cert_request = certify(provider_owner, node, GOOD, django_capture_on_commit_callbacks)
     assert cert_request.status == "certified", cert_request.outcome
     cert = cert_request.certificate
     # No GPU here: every other criterion passed, but no medal for what was not measured.
@@ -76,12 +83,30 @@ def test_a_node_meeting_every_criterion_gets_a_signed_certificate(
     criteria = {c["metric"]: c for c in cert.document["criteria"]}
     assert criteria["training.gpu_util_mean"]["status"] == "not applicable"
     assert criteria["storage.randread_iops"]["margin"] == pytest.approx(5.0)
+    assert criteria["storage.randread_iops"]["source"] == "buyers' trial agents: median of 1 runs"
+    assert cert.document["claimed"] == []
     assert "iperf3 server's log" in criteria["network.tcp_throughput"]["source"]
     assert "echo server" in criteria["network.tcp_rtt"]["source"]
     published = json.loads(json.dumps(
         provider_owner.client().get(f"/api/v1/certificates/{cert.pk}").json()))
     assert published["status"] == "valid"
     assert certificate.verify(published, key()).valid
+
+
+def test_what_only_the_host_reports_is_claimed_not_certified(
+        provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    """On main the typed storage and training figures passed as if measured: a gold medal
+    with a GPU. Now they are the host's claims, listed on the certificate, never certified."""
+    cert_request = certify(provider_owner, enrol_node("hz-1"), GOOD, django_capture_on_commit_callbacks)
+    cert = cert_request.certificate
+    assert cert is not None and cert.tier == "partial"
+    assert cert.document["claimed"] == ["storage.randread_iops", "storage.checkpoint_write",
+                                        "training.dataloader_samples_per_s"]
+    assert "what only its host reports" in cert.document["title"]
+    criteria = {c["metric"]: c for c in cert.document["criteria"]}
+    assert criteria["storage.randread_iops"]["status"] == "claimed"
+    assert criteria["network.tcp_throughput"]["status"] == "pass"  # the reference's own record
 
 
 def test_a_failed_criterion_gives_no_certificate_and_says_which(

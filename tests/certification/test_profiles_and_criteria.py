@@ -49,13 +49,32 @@ def test_reference_criteria_take_only_verified_figures_and_the_worst_peer() -> N
         Figure("network.tcp_rtt", 1.0, True, "reference hangzhou:ref"),
         Figure("network.tcp_rtt", 3.0, True, "reference hangzhou:ref2"),
         Figure("network.tcp_rtt", 0.1, False, "host report"),
-        Figure("storage.randread_iops", 2500, False, "host report")])
+        Figure("storage.randread_iops", 9000, False, "host report"),
+        Figure("storage.randread_iops", 2500, False, "buyers' trial agents", measured=True)])
     rtt = criteria.evaluate_criterion(RTT, figures, multi_node=False, has_gpu=False)
     assert (rtt.status, rtt.value, rtt.source) == ("pass", 3.0, "reference hangzhou:ref2")
     assert rtt.margin == pytest.approx(0.4)
+    # The buyer's figure, not the host's better one.
     iops = criteria.evaluate_criterion(IOPS, figures, multi_node=False, has_gpu=False)
-    assert (iops.status, iops.margin) == ("pass", 1.5)
+    assert (iops.status, iops.margin, iops.source) == ("pass", 1.5, "buyers' trial agents")
     assert criteria.tier([rtt, iops]) == "silver"  # the smallest margin, 0.4
+
+
+def test_a_criterion_only_the_host_speaks_to_is_claimed_never_certified() -> None:
+    """The ladder: a host's figure that meets a criterion is its claim (no medal, listed);
+    one that fails it fails (a host does not lie to its own cost)."""
+    rtt = criteria.evaluate_criterion(RTT, Figures([
+        Figure("network.tcp_rtt", 1.0, True, "reference hangzhou:ref")]), False, False)
+    claim = criteria.evaluate_criterion(IOPS, Figures([
+        Figure("storage.randread_iops", 2_000_000, False, "host report")]), False, False)
+    assert (claim.status, claim.value, claim.margin) == ("claimed", 2_000_000, None)
+    assert criteria.tier([rtt, claim]) == "partial"
+    assert criteria.title("single-node", [rtt, claim]) == (
+        "certified without what only its host reports (storage.randread_iops): single-node")
+    low = criteria.evaluate_criterion(IOPS, Figures([
+        Figure("storage.randread_iops", 500, False, "host report")]), False, False)
+    assert low.status == "fail"
+    assert criteria.evaluate_criterion(IOPS, Figures([]), False, False).status == "fail"
 
 
 def test_a_host_figure_alone_leaves_a_reference_criterion_unverified() -> None:

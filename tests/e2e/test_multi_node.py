@@ -40,7 +40,7 @@ def test_two_nodes_measure_the_link_between_them_both_ways(
     # iperf3 server log counted the same tests (by cookie) as the sender.
     wait_for(lambda: LinkResult.objects.filter(job=job).count() == 2, 30, "the link results")
     for link in LinkResult.objects.filter(job=job):
-        assert link.receiver_gbps is not None and link.confirmed, (
+        assert link.receiver_gbps is not None and link.agreed, (
             link.sender_gbps, link.receiver_gbps)
         assert link.throughput_gbps == link.receiver_gbps
     assert {(li.source.name, li.target.name) for li in LinkResult.objects.filter(job=job)} == {

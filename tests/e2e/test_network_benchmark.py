@@ -13,7 +13,10 @@ from benchmarks.parsers.ping import parse_ping
 from lab.procs import wait_for
 from tests.fixtures import api_get
 
-pytestmark = pytest.mark.slow
+# Loopback throughput is bounded by the CPU, not by a link: next to other tests on a two-core
+# machine the same path read 25.7 Gbit/s directly and 6.4 Gbit/s during the run a minute
+# before. Measured alone, as the other tests that compare timings are.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def wait_job(url: str, buyer: Any, timeout: float = 60) -> dict[str, Any]:
@@ -27,9 +30,19 @@ def wait_job(url: str, buyer: Any, timeout: float = 60) -> dict[str, Any]:
     return job
 
 
+def direct_gbps(port: int) -> float:
+    """The same tool, run directly by the test on the same loopback path."""
+    result = parse_iperf3(subprocess.run(
+        ["iperf3", "-J", "-c", "127.0.0.1", "-p", str(port), "-t", "1"],
+        capture_output=True, text=True, timeout=30, check=False).stdout)
+    return result.sender_bps / 1e9
+
+
 def test_a_network_benchmark_runs_on_the_node_and_matches_direct_measurements(
         live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
         worker_factory: Any, iperf3_port: int) -> None:
+    # Before and after the run: what the path gives while the run measures it lies between.
+    direct = [direct_gbps(iperf3_port)]
     node = enrol_node("hz-1", api_url=live_server.url)
     worker_factory(node.config_path, "worker-hz-1")
 
@@ -49,14 +62,10 @@ def test_a_network_benchmark_runs_on_the_node_and_matches_direct_measurements(
     assert figures["network.tcp_throughput_parallel"]["metadata"]["streams"] == 4
     assert figures["network.icmp_loss"]["value"] == 0
 
-    # The same tools, run directly by the test on the same loopback path.
-    direct = parse_iperf3(subprocess.run(
-        ["iperf3", "-J", "-c", "127.0.0.1", "-p", str(iperf3_port), "-t", "1"],
-        capture_output=True, text=True, timeout=30, check=False).stdout)
-    direct_gbps = direct.sender_bps / 1e9
+    direct.append(direct_gbps(iperf3_port))
     ping = parse_ping(subprocess.run(["ping", "-n", "-c", "5", "-i", "0.2", "127.0.0.1"],
                                      capture_output=True, text=True, timeout=30, check=False).stdout)
-    assert direct_gbps / 2 <= stored_gbps <= direct_gbps * 2
+    assert min(direct) / 2 <= stored_gbps <= max(direct) * 2, direct
     assert stored_rtt < 1.0 and ping.rtt_avg_ms is not None and ping.rtt_avg_ms < 1.0
 
     # The reference's own iperf3 log has every test: the figure is the platform's.

@@ -16,11 +16,13 @@ def s(metric: str, value: float, **extra: Any) -> dict[str, Any]:
 
 def broken(*samples: dict[str, Any], params: dict[str, float] | None = None,
            nic_mbps: list[int] | None = None, loopback: set[str] | None = None,
-           gpu: str = "none", runs: int = 1) -> list[str]:
+           gpu: str = "none", runs: int = 1,
+           disks: list[dict[str, Any]] | None = None) -> list[str]:
     facts = Facts(samples=list(samples), params=params or {"fio_numjobs": 32, "training_ranks": 2,
                                                           "training_batch": 32},
                   nic_mbps=[10_000] if nic_mbps is None else nic_mbps,
-                  loopback_peers=loopback or set(), gpu_claim=gpu, runs_in_job=runs)
+                  loopback_peers=loopback or set(), gpu_claim=gpu, runs_in_job=runs,
+                  disks=disks or [])
     return [v.check for v in consistency.violations(facts)]
 
 
@@ -105,3 +107,40 @@ def test_a_busy_gpu_draws_more_than_idle_power() -> None:
     assert broken(s("training.gpu_util_mean", 95.0), s("training.gpu_power_mean", 30.0),
                   gpu=h100) == ["utilisation_needs_power"]
     assert broken(s("training.gpu_util_mean", 95.0)) == ["utilisation_needs_power"]  # no GPU
+
+
+def test_a_training_rate_needs_the_step_it_was_measured_from() -> None:
+    # On main a rate left without its step time could not be contradicted: 64,000 samples/s.
+    assert broken(s("training.samples_per_s", 64_000.0)) == ["samples_per_s_matches_step"]
+
+
+def test_busbw_on_one_node_is_bounded_by_the_enrolled_models_own_links() -> None:
+    h100 = "NVIDIA H100 80GB HBM3"  # NVLink 900 GB/s both ways: 450 one way
+    assert broken(s("training.allreduce_busbw", 380.0), gpu=h100) == []
+    assert broken(s("training.allreduce_busbw", 2_000.0), gpu=h100) == ["busbw_within_link"]
+    assert broken(s("training.allreduce_busbw", 1.6)) == []  # gloo on a CPU host
+    assert broken(s("training.allreduce_busbw", 50_000.0)) == ["busbw_within_link"]
+
+
+def test_a_matmul_above_the_models_best_measured_figure_is_caught() -> None:
+    # H200 (H100 SXM's compute): 989.5 TFLOP/s bf16 peak, 0.803 of it the best measured.
+    h200 = "NVIDIA H200"
+    assert broken(s("gpu.matmul_tflops_bf16", 790.0), gpu=h200) == []
+    assert broken(s("gpu.matmul_tflops_bf16", 900.0), gpu=h200) == ["within_gpu_peak"]
+
+
+def test_iops_cannot_beat_what_the_enrolled_block_devices_serve() -> None:
+    # The typed figure: 2,000,000 IOPS at 16 us with 32 jobs (Little's law holds).
+    typed = [s("storage.randread_iops", 2_000_000.0), s("storage.randread_lat_mean", 16.0)]
+    cloud_disk = [{"name": "vda", "rotational": True}]  # the lab's hosts: one virtio disk
+    assert broken(*typed, disks=cloud_disk) == ["iops_within_devices"]
+    # An honest figure on that disk, and the same figure where four NVMe drives could serve it.
+    assert broken(s("storage.randread_iops", 22_190.0), s("storage.randread_lat_mean", 1_442.0),
+                  disks=cloud_disk) == []
+    assert broken(*typed, disks=[{"name": f"nvme{i}n1", "rotational": False}
+                                 for i in range(4)]) == []
+    # The kernel's rotational flag is not read: a virtual disk reports 1 (this machine's vda
+    # does), and a cloud volume behind it serves far more than a spinning disk.
+    assert broken(s("storage.randread_iops", 300_000.0), s("storage.randread_lat_mean", 106.7),
+                  disks=[{"name": "sda", "rotational": True}]) == []
+    assert broken(*typed) == []  # a host that listed no disk is not bounded here

@@ -1,20 +1,31 @@
-"""Reading a reference endpoint's own iperf3 log (recorded from iperf3 3.12's server) and
-its echo server's record: by test cookie or run token, each byte read once."""
+"""A reference's own records (recorded from iperf3 3.12's server and the echo server): read
+from a growing log by its agent, each byte once, and stored by the platform once per test."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
-from jobs.services.reference_records import ECHO, IPERF3, LogIndex, echo_record, server_report
+import pytest
+
+from fleet.models import ReferenceEndpoint, Region
+from jobs.models import ReferenceRecord
+from jobs.services import reference_records
+from jobs.services.reference_records import echo_record, server_report
+from workers.host.reference_agent import LogTail
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "iperf3"
 FORWARD, REVERSE = "45cd7mxvirr4mzqbuyw4u6m3ss5j6ur5zu2p", "44e3fmdc3k67jkdk7bfd4hl7zkytsf67x7qm"
 
 
+def recorded(kind: str) -> str:
+    return (DATA / f"server_log_{kind}.json").read_text()
+
+
 def test_the_servers_own_count_is_received_forward_and_sent_in_reverse() -> None:
-    forward = server_report(json.loads((DATA / "server_log_forward.json").read_text()))
-    reverse = server_report(json.loads((DATA / "server_log_reverse.json").read_text()))
+    forward = server_report(json.loads(recorded("forward")))
+    reverse = server_report(json.loads(recorded("reverse")))
     assert forward is not None and reverse is not None
     assert (forward.cookie, forward.reverse, forward.streams) == (FORWARD, False, 1)
     assert forward.sent_bps == 0 and forward.own_bps == forward.received_bps > 1e9
@@ -22,24 +33,101 @@ def test_the_servers_own_count_is_received_forward_and_sent_in_reverse() -> None
     assert reverse.received_bps == 0 and reverse.own_bps == reverse.sent_bps > 1e9
 
 
-def test_a_growing_log_is_found_by_cookie_and_a_report_still_being_written_waits(
+def test_the_agent_reads_a_growing_log_once_and_a_report_being_written_waits(
         tmp_path: Path) -> None:
     log = tmp_path / "iperf3.json"
-    forward, reverse = ((DATA / f"server_log_{k}.json").read_text() for k in ("forward", "reverse"))
+    forward, reverse = recorded("forward"), recorded("reverse")
     log.write_text(forward + reverse[: len(reverse) // 2])  # the second report is half-written
-    index = LogIndex(server_report, "cookie")
-    assert [r.cookie for r in index.lookup(str(log), FORWARD) or []] == [FORWARD]
-    assert index.lookup(str(log), REVERSE) == []
+    tail = LogTail(log)
+    assert [r["start"]["cookie"] for r in tail.read(10)] == [FORWARD]
+    assert not tail.complete  # what is half-written is not claimed complete
+    tail.handed_in()
     log.write_text(forward + reverse)
-    assert [r.reverse for r in index.lookup(str(log), REVERSE) or []] == [True]
-    assert index.lookup(str(tmp_path / "missing.json"), FORWARD) is None  # unreadable
-    assert IPERF3 is not ECHO
+    assert [r["start"]["cookie"] for r in tail.read(10)] == [REVERSE] and tail.complete
+    assert tail.read(10) == tail.pending  # not handed in: the same records again
+    tail.handed_in()
+    assert tail.read(10) == [] and tail.complete
+    assert LogTail(tmp_path / "missing.json").read(10) == []  # not written yet
 
 
-def test_an_echo_record_needs_its_token_and_keeps_the_round_trips(tmp_path: Path) -> None:
+def test_the_agent_hands_in_a_long_log_in_batches_without_losing_one(tmp_path: Path) -> None:
     log = tmp_path / "echo.jsonl"
-    log.write_text(json.dumps({"token": "t1", "client": "10.0.0.5", "started": 1.0,
-                               "round_trips": 3, "rtts_ms": [1.0, 1.2, 1.1],
-                               "median_ms": 1.1}) + "\n" + '{"round_trips": 1}\n')
-    records = LogIndex(echo_record, "token").lookup(str(log), "t1") or []
-    assert [(r.round_trips, r.rtts_ms, r.median_ms) for r in records] == [(3, (1.0, 1.2, 1.1), 1.1)]
+    log.write_text("".join(json.dumps({"token": f"t{i}", "started": i, "round_trips": 1})
+                           + "\n" for i in range(5)))
+    tail, seen = LogTail(log), []
+    while batch := tail.read(2):
+        assert len(batch) <= 2
+        seen += [r["token"] for r in batch]
+        tail.handed_in()
+    assert seen == [f"t{i}" for i in range(5)] and tail.complete
+
+
+def test_an_echo_record_needs_its_token_and_keeps_the_round_trips() -> None:
+    good = echo_record({"token": "t1", "client": "10.0.0.5", "started": 1.0, "round_trips": 3,
+                        "rtts_ms": [1.0, 1.2, 1.1], "median_ms": 1.1})
+    assert good is not None and (good.round_trips, good.rtts_ms, good.median_ms) == (
+        3, (1.0, 1.2, 1.1), 1.1)
+    assert echo_record({"round_trips": 1}) is None
+
+
+@pytest.mark.django_db
+def test_records_are_stored_once_per_test_and_found_by_cookie_token_and_time() -> None:
+    region = Region.objects.create(code="hangzhou", province="Zhejiang", city="Hangzhou")
+    ref = ReferenceEndpoint.objects.create(region=region, name="ref1", host="10.0.0.1")
+    reports = []
+    for i, started in enumerate((100, 200, 300)):
+        report = json.loads(recorded("forward"))
+        report["start"]["cookie"], report["start"]["timestamp"]["timesecs"] = f"c{i}", started
+        reports.append(report)
+    echo = [{"token": "t1", "client": "10.0.0.5", "started": 150.0, "round_trips": 2,
+             "rtts_ms": [1.0, 1.1], "median_ms": 1.05, "paced_by": "reference"}]
+    error_report = {"start": {}, "error": "the client has unexpectedly closed the connection"}
+    first = reference_records.ingest(ref, reports + [error_report], echo, time.time() + 3600)
+    assert (first.stored, first.skipped) == (4, 1)
+    assert first.through <= time.time()  # a reference's clock ahead claims nothing later
+    again = reference_records.ingest(ref, reports, echo, 50.0)  # a batch sent again
+    assert ReferenceRecord.objects.count() == 4
+    ref.refresh_from_db()
+    assert ref.records_through == first.through > again.through  # never moves back
+    assert [r.cookie for r in reference_records.iperf3_since(ref, 200)] == ["c1", "c2"]
+    assert [r.started for r in reference_records.iperf3_tests(ref, "c0")] == [100.0]
+    assert reference_records.echo_runs(ref, "t1")[0].rtts_ms == (1.0, 1.1)
+    # An endpoint on the same server (a node's relayed path) reads the server's records.
+    relay = ReferenceEndpoint.objects.create(region=region, name="ref1-far", host="10.0.0.1")
+    assert [r.cookie for r in reference_records.iperf3_tests(relay, "c2")] == ["c2"]
+
+
+@pytest.mark.django_db
+def test_the_operator_issues_the_agents_key_once_and_a_new_one_replaces_it(
+        tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    from fleet.services import reference_keys
+
+    Region.objects.create(code="hangzhou", province="Zhejiang", city="Hangzhou")
+    key_file = tmp_path / "ref1.key"
+    call_command("reference_endpoint", "hangzhou", "ref1", "10.0.0.5", "--echo-port", "7007",
+                 "--key-file", str(key_file))
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    first = key_file.read_text().strip()
+    endpoint = ReferenceEndpoint.objects.get(name="ref1")
+    assert reference_keys.endpoint_for(first) == endpoint
+    assert endpoint.key_digest and first not in endpoint.key_digest  # a digest, not the key
+    call_command("reference_endpoint", "hangzhou", "ref1", "10.0.0.5", "--echo-port", "7007",
+                 "--key-file", str(key_file))
+    assert reference_keys.endpoint_for(first) is None  # the old key stops
+    assert reference_keys.endpoint_for(key_file.read_text().strip()) == endpoint
+    for other in ("", "rk_", f"rk_{endpoint.pk}", f"rk_x.{first}", f"nk_{endpoint.pk}.abc"):
+        assert reference_keys.endpoint_for(other) is None
+
+
+def test_the_agent_without_its_key_says_where_the_key_comes_from(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "workers.cli", "reference-agent", "--url",
+                           "http://127.0.0.1:1", "--key-file", str(tmp_path / "none.key"),
+                           "--iperf3-log", str(tmp_path / "iperf3.json")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "manage.py reference_endpoint REGION NAME HOST --key-file FILE" in done.stderr

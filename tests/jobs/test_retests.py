@@ -38,10 +38,11 @@ def online(enrol_node: Any) -> Callable[[str], Enrolled]:
     return make
 
 
-def report(e: Enrolled, retest: Retest, gbps: float, ok: bool = True) -> None:
-    """The node runs its re-test and reports (or fails it)."""
+def report(e: Enrolled, retest: Retest, gbps: float, ok: bool = True,
+           claim: lifecycle.Claim | None = None) -> None:
+    """The node runs its re-test (``claim``: it has claimed it already) and reports or fails."""
     run = Run.objects.get(job_id=retest.job_id)
-    claim = lifecycle.claim(e.node, run.pk)
+    claim = claim or lifecycle.claim(e.node, run.pk)
     samples = [{"metric": "network.tcp_throughput", "value": gbps, "unit": "Gbit/s", "n": 3,
                 "p5": gbps * 0.98, "p95": gbps * 1.02, "min": None, "max": None, "cv": 0.01,
                 "metadata": {"peer": "ref1"}}]
@@ -69,8 +70,8 @@ def test_each_node_gets_its_re_tests_at_distinct_random_hours_of_each_day(
     assert hours[0] != hours[2]
 
 
-def test_a_due_re_test_is_the_platforms_own_ranked_job_on_the_retest_profile(
-        online: Any, clock: datetime, settings: Any) -> None:
+def test_a_due_re_test_is_the_platforms_own_ranked_job_shaped_as_a_buyers(
+        online: Any, clock: datetime, settings: Any, buyer: Actor) -> None:
     settings.RETEST_PER_DAY = 0
     e = online("a")
     retest = Retest.objects.create(node=e.node, due_at=clock + timedelta(hours=3))
@@ -79,8 +80,18 @@ def test_a_due_re_test_is_the_platforms_own_ranked_job_on_the_retest_profile(
     retest.refresh_from_db()
     run = Run.objects.get(job_id=retest.job_id)
     assert retest.status == Retest.Status.SUBMITTED and run.ranked
-    assert run.requested_by == Run.RequestedBy.PLATFORM and run.job.profile == "retest"
-    report(e, retest, 0.9)
+    assert run.requested_by == Run.RequestedBy.PLATFORM
+    # The suite and profile buyers ask for most, and a seed as every run has: the host
+    # cannot tell an examination from a buyer's run by its spec.
+    assert (run.job.suite, run.job.profile) == ("full", "quick")
+    claim = lifecycle.claim(e.node, run.pk)
+    spec = claim.spec()
+    job, _ = submission.submit(buyer.user, [e.node.pk], "full", profile="quick")
+    buyers = lifecycle.claim(e.node, job.runs.get().pk).spec()
+    assert set(spec["params"]) == set(buyers["params"]) and spec["suite"] == buyers["suite"]
+    assert spec["params"]["seed"] != buyers["params"]["seed"]
+    lifecycle.cancel(job)
+    report(e, retest, 0.9, claim=claim)
     assert retests.tick(clock + timedelta(hours=3, minutes=2)).done == 1
     assert Retest.objects.get(pk=retest.pk).status == Retest.Status.DONE
 
@@ -102,11 +113,12 @@ def test_a_failed_or_offline_re_test_counts_against_the_node(
     assert offline.status == Retest.Status.MISSED and offline.reason == "the node was offline"
 
 
-def test_a_buyers_job_defers_the_re_test_but_the_providers_own_runs_do_not(
+def test_a_buyers_running_job_defers_the_re_test_but_the_providers_own_runs_do_not(
         online: Any, clock: datetime, settings: Any, buyer: Actor, provider_owner: Actor) -> None:
     settings.RETEST_PER_DAY, settings.RETEST_MAX_DEFERRALS = 0, 2
     e, f = online("a"), online("b")
-    submission.submit(buyer.user, [e.node.pk], "network")  # queued: a buyer's run
+    job, _ = submission.submit(buyer.user, [e.node.pk], "network")
+    lifecycle.claim(e.node, job.runs.get().pk)  # the node is running a buyer's run
     deferred = Retest.objects.create(node=e.node, due_at=clock + timedelta(hours=1))
     now = clock + timedelta(hours=1)
     for _ in range(2):
@@ -119,6 +131,18 @@ def test_a_buyers_job_defers_the_re_test_but_the_providers_own_runs_do_not(
     dodged = Retest.objects.create(node=f.node, due_at=clock + timedelta(hours=4))
     assert retests.tick(clock + timedelta(hours=4)).submitted == 1
     assert Retest.objects.get(pk=dodged.pk).status == Retest.Status.SUBMITTED
+
+
+def test_a_buyers_job_the_node_never_claims_does_not_defer_the_re_test(
+        online: Any, clock: datetime, settings: Any, other_buyer: Actor) -> None:
+    # A sock-puppet buyer account queues a job the host never claims: on main every re-test
+    # was deferred until it counted as "busy" (not against the node).
+    settings.RETEST_PER_DAY = 0
+    e = online("a")
+    submission.submit(other_buyer.user, [e.node.pk], "network")
+    due = Retest.objects.create(node=e.node, due_at=clock + timedelta(hours=1))
+    assert retests.tick(clock + timedelta(hours=1)).submitted == 1
+    assert Retest.objects.get(pk=due.pk).status == Retest.Status.SUBMITTED
 
 
 def test_a_pause_skips_re_tests_and_a_stale_one_is_the_platforms_fault(
@@ -165,7 +189,7 @@ def test_shared_bandwidth_varies_by_time_of_day_and_a_dedicated_link_is_stable(
         == ["stable"]
     # The board shows the badge beside each node's ranked figure.
     board = buyer.client().get("/api/v1/leaderboard", {
-        "metric": "network.tcp_throughput", "profile": "retest", "evidence": "any"}).json()
+        "metric": "network.tcp_throughput", "profile": "quick", "evidence": "any"}).json()
     badges = {r["node"]["name"]: r["stability"]["verdict"] for r in board["results"]}
     assert badges == {"shared": "varies-by-hour", "dedicated": "stable"}
 

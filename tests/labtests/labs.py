@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.models import Provider, ReferenceEndpoint, Region
+from fleet.services import reference_keys
 from lab import netlab
 from lab.stack import LabStack
 
@@ -28,11 +29,12 @@ def lab_of(spec: dict[str, Any], live_server: Any, private_redis: Any, provider_
         stack.enrol_nodes(live_server.url, provider_for)
 
         def register(region: str, name: str, host: str, iperf3_port: int, echo_port: int,
-                     node_id: int | None, report_log: str, echo_log: str) -> None:
-            ReferenceEndpoint.objects.create(region=Region.objects.get(code=region), name=name,
-                                             host=host, iperf3_port=iperf3_port,
-                                             echo_port=echo_port, node_id=node_id,
-                                             report_log=report_log, echo_log=echo_log)
+                     node_id: int | None, key_file: Path | None) -> None:
+            endpoint = ReferenceEndpoint.objects.create(
+                region=Region.objects.get(code=region), name=name, host=host,
+                iperf3_port=iperf3_port, echo_port=echo_port, node_id=node_id)
+            if key_file is not None:
+                key_file.write_text(reference_keys.issue(endpoint))
 
         stack.register_references(register)
         yield stack

@@ -82,20 +82,23 @@ def test_links_and_clusters_on_shaped_links(lab: LabStack, buyer: Any) -> None:
     print(f"\nf1 to the reference: {before:.4f} Gbit/s before, {after:.4f} after the slow job")
     for (a, b), li in sorted((fast_links | slow_links).items()):
         print(f"{a} -> {b}: {li.throughput_gbps:.4f} Gbit/s (sender {li.sender_gbps:.4f}, "
-              f"receiver {li.receiver_gbps}, confirmed {li.confirmed}), RTT {li.rtt_ms} ms")
+              f"receiver {li.receiver_gbps}, agreed {li.agreed}), RTT {li.rtt_ms} ms")
     assert after == pytest.approx(carried(FAST), rel=0.05)
     assert before == pytest.approx(carried(FAST), rel=0.05)
     assert not LatestResult.objects.filter(metric__startswith="network.internode").exists()
     assert len(fast_links) == 6 and len(slow_links) == 2
     for (a, b), li in (fast_links | slow_links).items():
-        assert li.confirmed, (a, b, li.sender_gbps, li.receiver_gbps)
+        # Both ends counted the same; one provider's hosts, so agreed, not confirmed.
+        assert li.agreed and not li.confirmed, (a, b, li.sender_gbps, li.receiver_gbps)
         assert li.throughput_gbps == pytest.approx(carried(SLOW if "s1" in (a, b) else FAST),
                                                    rel=0.05), (a, b)
     # Two 3-node clusters of one provider: the one with the slow node ranks second, named.
     run_job(buyer, lab, ["f1", "f2", "f3"], "training")
     run_job(buyer, lab, ["f1", "f2", "s1"], "training")
     wait_for(lambda: ClusterResult.objects.count() == 2, 30, "the cluster results")
-    board = buyer.client().get("/api/v1/clusters?size=3").json()["results"]
+    # The provider's own hosts ran them: their claims, ranked when every figure is asked for.
+    board = buyer.client().get("/api/v1/clusters?size=3&evidence=any").json()["results"]
+    assert {r["evidence"] for r in board} == {"host-reported"}
     for row in board:
         print(f"#{row['rank']} {row['name']} {[n['name'] for n in row['nodes']]}: "
               f"{row['samples_per_s']} samples/s, slowest link {row['slowest_link_gbps']} Gbit/s, "

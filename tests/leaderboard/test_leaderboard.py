@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from fleet.models import Node
 from leaderboard.models import LatestResult
-from tests.fixtures import measured
+from tests.fixtures import measured, trial_agent
 
 
 @pytest.fixture
@@ -101,12 +101,23 @@ def test_history_lists_every_measurement_oldest_first(nodes: Any, buyer: Any) ->
 def test_price_performance_uses_the_providers_price(nodes: Any, buyer: Any,
                                                     provider_owner: Any) -> None:
     hz2 = nodes["hz-2"]
-    measured(buyer, hz2, 9.0, extra={"training.samples_per_s": 500.0})
+    # 2 ranks of batch 32 at 128 ms a step: 500 samples/s.
+    training = {"training.samples_per_s": 500.0, "training.step_time": 128.0}
+    core = {"network.tcp_rtt": 1.0, "storage.randread_iops": 100_000.0, "storage.randread_lat_mean": 320.0,
+            "storage.checkpoint_write": 1.0}
+    measured(buyer, hz2, 9.0, extra=training | core)
     response = provider_owner.client().post(f"/api/v1/nodes/{hz2.node.pk}/price",
                                             {"monthly_price_cny": 20000}, format="json")
     assert response.status_code == 200
     assert buyer.client().post(f"/api/v1/nodes/{hz2.node.pk}/price", {"monthly_price_cny": 1},
                                format="json").status_code == 404
+    # The host's own word prices nothing: no score, no price per sample/s.
+    row = buyer.client().get("/api/v1/leaderboard?evidence=any").json()["results"][0]
+    assert (row["node"]["name"], row["monthly_price_cny"]) == ("hz-2", 20000)
+    assert (row["score"]["value"], row["price_per_throughput"], row["price_per_score"]) == (
+        None, None, None)
+    # A buyer's trial of it measures the same: priced on the buyer's figures.
+    measured(buyer, trial_agent(buyer, hz2), 9.0, extra=training | core)
     row = buyer.client().get("/api/v1/leaderboard?evidence=any").json()["results"][0]
     assert row["monthly_price_cny"] == 20000
     assert row["price_per_throughput"] == 40.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +17,12 @@ from django.apps import apps
 from django.test import Client
 
 from fleet.models import Node, Provider
+from fleet.services import enrolment
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult
 from jobs.services import lifecycle, submission
 from leaderboard.models import LatestResult
 from leaderboard.services import clusters
-from tests.fixtures import measured
+from tests.fixtures import HONEST_INVENTORY, Enrolled, measured, trial_agent
 
 Links = dict[tuple[int, int], float]
 
@@ -99,7 +101,8 @@ def test_a_fast_node_keeps_its_own_figures_beside_a_slow_one(
     pairs = {(li["from_name"], li["to_name"]): li["throughput_gbps"] for li in matrix["results"]}
     assert pairs == {("hz-fast", "hz-twin"): 3.83, ("hz-twin", "hz-fast"): 3.83,
                      ("hz-fast", "sz-slow"): 0.14, ("sz-slow", "hz-fast"): 0.15}
-    assert all(li["confirmed"] for li in matrix["results"])
+    # Both ends agree, but they are one provider's hosts: not an independent confirmation.
+    assert all(li["agreed"] and not li["confirmed"] for li in matrix["results"])
     # Links keep history, per direction.
     again = buyer.client().get(f"/api/v1/links/history?from_node={fast.node.pk}"
                                f"&to_node={slow.node.pk}").json()["results"]
@@ -115,11 +118,26 @@ def test_a_link_is_confirmed_only_when_the_receiver_counted_the_same(
         job = multi_node_job(buyer, [a, b], {(0, 1): 9.0, (1, 0): 1.21}, {(0, 1): 1.2},
                              suite="network")
     inflated = LinkResult.objects.get(job=job, source=a.node)
-    assert (inflated.sender_gbps, inflated.receiver_gbps, inflated.confirmed) == (9.0, 1.2, False)
+    assert (inflated.sender_gbps, inflated.receiver_gbps, inflated.agreed) == (9.0, 1.2, False)
     assert inflated.throughput_gbps == 1.2  # the lower view: inflating gains nothing
     honest = LinkResult.objects.get(job=job, source=b.node)
-    assert honest.confirmed and honest.throughput_gbps == 1.21
+    assert honest.agreed and honest.throughput_gbps == 1.21
+    # Agreeing, two hosts of one provider still do not confirm each other.
+    assert not honest.confirmed
     assert not ClusterResult.objects.exists()  # a network job trained nothing
+
+
+def test_only_another_providers_host_confirms_a_link(
+        buyer: Any, enrol_node: Any, django_capture_on_commit_callbacks: Any) -> None:
+    mine = enrol_node("hz-1", address="10.0.9.2")
+    other = Provider.objects.create(name="Qiantang Cloud")
+    _, plain = enrolment.create_token(other, mine.node.region, "hz-x", buyer.user)
+    creds = enrolment.redeem(plain, address="10.0.9.3", inventory=HONEST_INVENTORY,
+                             observed_address="10.0.9.3")
+    theirs = Enrolled(creds.node, creds.api_key, {}, Path("unused"))
+    with django_capture_on_commit_callbacks(execute=True):
+        job = multi_node_job(buyer, [mine, theirs], uniform(2, 0.95), suite="network")
+    assert all(li.agreed and li.confirmed for li in LinkResult.objects.filter(job=job))
 
 
 def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
@@ -131,7 +149,8 @@ def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
         multi_node_job(buyer, good, uniform(3, 0.95), step_ms=100.0)
         multi_node_job(buyer, bad, slow_b2, step_ms=400.0)
         multi_node_job(buyer, good[:2], uniform(2, 0.95))  # another size: another section
-    body = buyer.client().get("/api/v1/clusters").json()
+    # The hosts' own runs: their claims, ranked when the buyer asks for every figure.
+    body = buyer.client().get("/api/v1/clusters?evidence=any").json()
     three = [r for r in body["results"] if r["size"] == 3]
     assert [(r["rank"], [n["name"] for n in r["nodes"]]) for r in three] == [
         (1, ["hz-a1", "hz-a2", "hz-a3"]), (2, ["hz-b1", "hz-b2", "hz-b3"])]
@@ -141,17 +160,20 @@ def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
     assert [f["verdict"] for f in three[1]["diagnosis"] if f["code"] == "slow-node"] == [
         "hz-b2: its links run at 0.19 of the others' 0.95 Gbit/s"]
     assert not [f for f in three[0]["diagnosis"] if f["code"] in ("slow-node", "slow-link")]
-    by_link = buyer.client().get("/api/v1/clusters?metric=network.slowest_link&size=3").json()
+    by_link = buyer.client().get(
+        "/api/v1/clusters?metric=network.slowest_link&size=3&evidence=any").json()
     assert [r["rank"] for r in by_link["results"]] == [1, 2]
-    csv = buyer.client().get("/api/v1/clusters?format=csv").content.decode("utf-8-sig")
+    csv = buyer.client().get("/api/v1/clusters?format=csv&evidence=any").content.decode(
+        "utf-8-sig")
     assert csv.splitlines()[0].startswith("rank,size,gpu_model,cluster,name")
     # The pages: the board's cluster tables, and the link matrix naming the slow node.
-    page = Client().get("/").content.decode()
+    page = Client().get("/?evidence=any").content.decode()
     assert page.count('class="clusters"') == 2 and "hz-b2: its links run at" in page
     assert 'class="chart links"' in page  # the link matrix of every measured pair
     node_page = Client().get(f"/nodes/{bad[1].node.pk}/").content.decode()
     assert 'class="chart links"' in node_page and "hz-b2: its links run at" in node_page
-    assert "hz-b1 → hz-b2: 0.19 Gbit/s, RTT 0.2 ms (confirmed by both ends)" in node_page
+    assert ("hz-b1 → hz-b2: 0.19 Gbit/s, RTT 0.2 ms (both ends agree, but both are the "
+            "provider&#x27;s hosts)") in node_page
     provider_page = Client().get(f"/providers/{bad[1].node.provider_id}/").content.decode()
     assert provider_page.count("<rect class=\"cell\"") == 12  # each ordered pair of both clusters, once
 
@@ -177,7 +199,7 @@ def test_two_clusters_compare_side_by_side_and_a_budget_drops_the_dear_one(
     assert cells(page, 'data-metric="training.step_time"') == [(" best", "100"), ("", "400")]
     assert cells(page, 'class="price"') == [("", "40,000 (+22,000)"), (" best", "18,000")]
     # Under a 30,000 CNY budget only the cheaper cluster is on the board.
-    board = Client().get("/en/?max_price=30000").content.decode()
+    board = Client().get("/en/?max_price=30000&evidence=any").content.decode()
     assert f'name="clusters" value="{slow}"' in board and f'name="clusters" value="{fast}"' not in board
     assert Client().get(f"/en/compare/?clusters={fast}").status_code == 400  # one is no comparison
     assert Client().get("/en/compare/?clusters=999999,999998").status_code == 404
@@ -238,4 +260,48 @@ def test_existing_multi_node_samples_move_to_links_and_clusters(
     assert LinkResult.objects.filter(job=job).count() == 2
     assert ClusterResult.objects.get(job=job).size == 2
     assert not LatestResult.objects.filter(node=a.node).exists()
-    assert clusters.board()[0][1][0].result.job_id == job.pk
+    assert clusters.board(evidence="any")[0][1][0].result.job_id == job.pk
+    assert ClusterResult.objects.get(job=job).grade == "host-reported"  # its hosts' word
+
+
+def test_a_cluster_ranks_by_default_only_as_a_buyers_trial_agents_measured_it(
+        buyer: Any, other_buyer: Any, nodes: Any, settings: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    settings.TRIAL_TOKENS_PER_DAY = 100
+    claimed, honest = nodes("hz-c1", "hz-c2"), nodes("hz-m1", "hz-m2")
+    agents = [trial_agent(buyer, e) for e in honest]
+    with django_capture_on_commit_callbacks(execute=True):
+        # The provider's own hosts post a fast cluster; the buyer's agents measure another,
+        # three times, one run slow: the board takes the median of the last runs.
+        multi_node_job(buyer, claimed, uniform(2, 0.95), step_ms=50.0)
+        for step in (100.0, 400.0, 120.0):
+            job = multi_node_job(buyer, agents, uniform(2, 0.9), step_ms=step)
+    measured_cluster = ClusterResult.objects.get(job=job)
+    # The agents' cluster is the provider's nodes they measure, and it is the buyer's word.
+    assert sorted(n.name for n in measured_cluster.nodes.all()) == ["hz-m1", "hz-m2"]
+    assert measured_cluster.grade == "buyer-measured"
+    body = buyer.client().get("/api/v1/clusters?metric=training.step_time").json()
+    assert body["evidence"] == "measured"
+    (row,) = body["results"]
+    assert [n["name"] for n in row["nodes"]] == ["hz-m1", "hz-m2"]
+    assert (row["rank"], row["evidence"], row["runs"], row["value"]) == (
+        1, "buyer-measured", 3, 120.0)
+    (apart,) = body["host_reported"]
+    assert apart["rank"] is None and apart["evidence"] == "host-reported"
+    assert [n["name"] for n in apart["nodes"]] == ["hz-c1", "hz-c2"]
+    # Every figure: the claim ranks first on its 50 ms, labelled as the host's.
+    every = buyer.client().get("/api/v1/clusters?metric=training.step_time&evidence=any").json()
+    assert [(r["value"], r["evidence"]) for r in every["results"]] == [
+        (50.0, "host-reported"), (120.0, "buyer-measured")]
+    # The agents' links are the provider's nodes' links, confirmed: the buyer holds both ends.
+    links = LinkResult.objects.filter(job=job)
+    assert {(li.source.name, li.target.name) for li in links} == {("hz-m1", "hz-m2"),
+                                                                  ("hz-m2", "hz-m1")}
+    assert all(li.confirmed for li in links)
+    page = Client().get("/en/").content.decode()
+    apart_line = re.search(r'<p class="muted apart-clusters">(.*?)</p>', page, re.S)
+    assert page.count('class="clusters"') == 1 and apart_line is not None
+    assert "hz-c1, hz-c2" in apart_line.group(1) and "hz-m1" not in apart_line.group(1)
+    bad = buyer.client().get("/api/v1/clusters?evidence=trusted")
+    assert bad.status_code == 400 and "evidence" in bad.json()["errors"]
+    assert other_buyer.client().get("/api/v1/clusters").json()["results"][0]["runs"] == 3

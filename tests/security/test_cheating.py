@@ -30,7 +30,7 @@ from jobs.models import Run, Sample
 from jobs.services import lifecycle, observability, submission
 from lab.procs import REPO
 from leaderboard.models import LatestResult
-from tests.fixtures import reference_samples
+from tests.fixtures import HONEST_INVENTORY, reference_samples
 from workers.buyer import certificate, trust_store
 
 
@@ -97,17 +97,17 @@ def test_a_metric_twice_for_one_peer_is_refused(buyer: Any, enrol_node: Any) -> 
 def test_typed_network_figures_do_not_rank(buyer: Any, provider_owner: Any, enrol_node: Any,
                                            reference_endpoint: Any) -> None:
     cheat, honest = enrol_node("hz-cheat"), enrol_node("hz-honest")
-    job, _ = submission.submit(provider_owner.user, [cheat.node.pk], "network")
+    job, _ = submission.submit(provider_owner.user, [cheat.node.pk], "network", profile="quick")
     typed = [s | {"metadata": {"peer": "reference:hangzhou:ref1"}} for s in
              (sample("network.tcp_throughput", 9.5, "Gbit/s"), sample("network.tcp_rtt", 0.05, "ms"))]
     assert claim_and_post(cheat, job, typed).status_code == 200  # stored, as host-reported
-    job, _ = submission.submit(buyer.user, [honest.node.pk], "network")
+    job, _ = submission.submit(buyer.user, [honest.node.pk], "network", profile="quick")
     run = job.runs.get()
     claim = lifecycle.claim(honest.node, run.pk)
     lifecycle.finish(honest.node, run.pk, claim.attempt.id, True,
                      reference_samples(claim.spec()), "", {})
     page = board(buyer.client(), "metric=network.tcp_throughput")
-    assert page["evidence"] == "verified"
+    assert page["evidence"] == "measured"
     assert names(page["results"]) == ["hz-honest"]
     assert page["results"][0]["evidence"] == "platform-verified"
     assert "iperf3 server's log" in page["results"][0]["evidence_source"]
@@ -125,7 +125,7 @@ def test_typed_network_figures_do_not_rank(buyer: Any, provider_owner: Any, enro
 def test_a_host_figure_far_from_the_references_record_is_refused(
         buyer: Any, enrol_node: Any, reference_endpoint: Any) -> None:
     node = enrol_node("hz-1")
-    job, _ = submission.submit(buyer.user, [node.node.pk], "network")
+    job, _ = submission.submit(buyer.user, [node.node.pk], "network", profile="quick")
     run = job.runs.get()
     claim = lifecycle.claim(node.node, run.pk)
     samples = reference_samples(claim.spec())
@@ -145,7 +145,7 @@ def test_a_host_figure_far_from_the_references_record_is_refused(
 def test_another_hosts_test_cannot_be_presented(buyer: Any, enrol_node: Any,
                                                  reference_endpoint: Any) -> None:
     fast, slow = enrol_node("hz-fast"), enrol_node("hz-slow")
-    job, _ = submission.submit(buyer.user, [fast.node.pk, slow.node.pk], "network")
+    job, _ = submission.submit(buyer.user, [fast.node.pk, slow.node.pk], "network", profile="quick")
     runs = {r.node_id: r for r in job.runs.all()}
     fast_claim = lifecycle.claim(fast.node, runs[fast.node.pk].pk)
     slow_claim = lifecycle.claim(slow.node, runs[slow.node.pk].pk)
@@ -163,11 +163,11 @@ def test_another_hosts_test_cannot_be_presented(buyer: Any, enrol_node: Any,
 def test_a_test_from_before_the_run_stays_host_reported(buyer: Any, enrol_node: Any,
                                                         reference_endpoint: Any) -> None:
     node = enrol_node("hz-1")
-    early, _ = submission.submit(buyer.user, [node.node.pk], "network")
+    early, _ = submission.submit(buyer.user, [node.node.pk], "network", profile="quick")
     early_claim = lifecycle.claim(node.node, early.runs.get().pk)
     kept = [s for s in reference_samples(early_claim.spec())
             if s["metric"] == "network.tcp_throughput"]
-    job, _ = submission.submit(buyer.user, [node.node.pk], "network")
+    job, _ = submission.submit(buyer.user, [node.node.pk], "network", profile="quick")
     run = job.runs.get()
     claim = lifecycle.claim(node.node, run.pk)
     # The run was claimed a minute after the kept test was made: not a test of this run.
@@ -197,9 +197,29 @@ def test_impossible_storage_figures_are_refused_whole(buyer: Any, enrol_node: An
     assert claim_and_post(node, job, honest).status_code == 200
 
 
-def test_a_gpu_figure_above_the_claimed_models_peak_is_refused(buyer: Any, enrol_node: Any) -> None:
-    node = enrol_node("hz-1")
+def test_typed_iops_beyond_the_hosts_enrolled_disks_are_refused(buyer: Any,
+                                                                enrol_node: Any) -> None:
+    # The claim: 2,000,000 IOPS at 16 us with 32 jobs (Little's law holds) on a host
+    # that enrolled with one virtio disk, as the lab's and most cloud instances do.
+    node = enrol_node("hz-1", inventory=HONEST_INVENTORY | {
+        "disks": [{"name": "vda", "size_bytes": 10**11, "rotational": False, "model": ""}]})
+    assert node.node.enrolled_disks == [{"name": "vda", "rotational": False}]
+    job, _ = submission.submit(buyer.user, [node.node.pk], "storage")
+    typed = [sample("storage.randread_iops", 2_000_000.0, "IOPS"),
+             sample("storage.randread_lat_mean", 16.0, "us")]
+    # A result's inventory cannot add disks: the enrolled ones bound it.
+    response = claim_and_post(node, job, typed, inventory=HONEST_INVENTORY | {
+        "disks": [{"name": f"nvme{i}n1", "rotational": False} for i in range(8)]})
+    assert response.status_code == 422
+    assert "more than the 1 block device(s) the host listed at enrolment (block) serve at " \
+        "most: 1e+06" in response.json()["errors"]["iops_within_devices"]
+    assert not Sample.objects.exists()
+
+
+def test_a_gpu_figure_above_the_enrolled_models_peak_is_refused(buyer: Any,
+                                                                  enrol_node: Any) -> None:
     inventory = {"gpu": {"available": True, "devices": [{"name": "NVIDIA A100-SXM4-80GB"}]}}
+    node = enrol_node("hz-1", inventory=inventory | {"nics": []})
     job, _ = submission.submit(buyer.user, [node.node.pk], "gpu")
     response = claim_and_post(node, job, [sample("gpu.matmul_tflops_bf16", 900.0, "TFLOP/s")],
                               inventory)
@@ -208,6 +228,21 @@ def test_a_gpu_figure_above_the_claimed_models_peak_is_refused(buyer: Any, enrol
     job, _ = submission.submit(buyer.user, [node.node.pk], "gpu")
     assert claim_and_post(node, job, [sample("gpu.matmul_tflops_bf16", 280.0, "TFLOP/s")],
                           inventory).status_code == 200
+
+
+def test_a_result_cannot_name_a_faster_gpu_than_the_node_enrolled_with(
+        buyer: Any, enrol_node: Any) -> None:
+    # On main the model came from the result's own inventory: a GPU-less host named an H200
+    # and ranked #1 on the matmul board with 900 TFLOP/s.
+    node = enrol_node("hz-1")  # enrolled without a GPU
+    h200 = {"gpu": {"available": True, "devices": [{"name": "NVIDIA H200"}]}}
+    job, _ = submission.submit(buyer.user, [node.node.pk], "gpu")
+    response = claim_and_post(node, job, [sample("gpu.matmul_tflops_bf16", 700.0, "TFLOP/s")],
+                              h200)
+    assert response.status_code == 422
+    assert "fixed at enrolment" in response.json()["errors"]["gpu_model_changed"]
+    node.node.refresh_from_db()
+    assert node.node.gpu_model == "none" and not LatestResult.objects.exists()
 
 
 def test_a_flattering_override_is_kept_unranked(buyer: Any, provider_owner: Any,
@@ -224,7 +259,7 @@ def test_a_flattering_override_is_kept_unranked(buyer: Any, provider_owner: Any,
                                       {"fio_size_mib": 4})
     assert not flattering.runs.get().ranked
     assert claim_and_post(node, flattering, cached).status_code == 200
-    row = board(buyer.client(), "metric=storage.randread_iops")["results"][0]
+    row = board(buyer.client(), "metric=storage.randread_iops&evidence=any")["results"][0]
     assert (row["value"], row["runs"], row["requested_by"]) == (6_300.0, 1, "buyer")
     history = buyer.client().get(f"/api/v1/nodes/{node.node.pk}/history"
                                  "?metric=storage.randread_iops").json()["results"]
@@ -243,13 +278,13 @@ def test_a_providers_own_runs_never_replace_a_buyers_figure(
         assert claim_and_post(node, job, figures).status_code == 200
 
     storage_run(provider_owner, 90_000.0)  # alone, the provider's own figure shows, marked
-    row = board(buyer.client(), "metric=storage.randread_iops")["results"][0]
+    row = board(buyer.client(), "metric=storage.randread_iops&evidence=any")["results"][0]
     assert (row["value"], row["requested_by"], row["evidence"]) == (90_000.0, "provider",
                                                                      "host-reported")
     storage_run(buyer, 20_000.0)
     for _ in range(5):
         storage_run(provider_owner, 95_000.0)
-    row = board(buyer.client(), "metric=storage.randread_iops")["results"][0]
+    row = board(buyer.client(), "metric=storage.randread_iops&evidence=any")["results"][0]
     assert (row["value"], row["runs"], row["requested_by"]) == (20_000.0, 1, "buyer")
 
 
@@ -261,7 +296,7 @@ def test_a_board_value_is_the_median_of_the_last_runs(buyer: Any, enrol_node: An
         job, _ = submission.submit(buyer.user, [node.node.pk], "storage")
         assert claim_and_post(node, job, [sample("storage.checkpoint_write", gbs, "GB/s")]
                               ).status_code == 200
-    row = board(buyer.client(), "metric=storage.checkpoint_write")["results"][0]
+    row = board(buyer.client(), "metric=storage.checkpoint_write&evidence=any")["results"][0]
     # The last three: 1.0, 1.2 and 9.0; one lucky run does not make the figure.
     assert (row["value"], row["runs"], row["run_min"], row["run_max"]) == (1.2, 3, 1.0, 9.0)
 

@@ -42,13 +42,14 @@ def test_a_rule_that_cannot_judge_a_row_says_so_and_the_row_still_shows(
 
 
 def test_csv_cells_never_start_a_formula(buyer: Any, enrol_node: Any) -> None:
-    node = enrol_node("hz-1")
+    # The GPU name is the host's word, given at enrolment (a result cannot change it).
+    inventory = {"gpu": {"available": True, "devices": [{"name": "@SUM(1+1)*cmd|' /C calc'!A0"}]}}
+    node = enrol_node("hz-1", inventory={"nics": [{"name": "eth0", "speed_mbps": 10_000}]} | inventory)
     job, _ = submission.submit(buyer.user, [node.node.pk], "network")
     claim = lifecycle.claim(node.node, job.runs.get().pk)
     figure = {"metric": "network.tcp_throughput", "value": 9.4, "unit": "Gbit/s", "n": 3,
               "p5": 9.3, "p95": 9.5, "min": None, "max": None, "cv": 0.01,
               "metadata": {"peer": "=HYPERLINK(\"http://evil.example\",\"click\")"}}
-    inventory = {"gpu": {"available": True, "devices": [{"name": "@SUM(1+1)*cmd|' /C calc'!A0"}]}}
     lifecycle.finish(node.node, claim.run.pk, claim.attempt.id, True, [figure], "", inventory)
     board = buyer.client().get("/api/v1/leaderboard?evidence=any&format=csv").content.decode("utf-8-sig")
     history = buyer.client().get(f"/api/v1/nodes/{node.node.pk}/history?format=csv").content.decode(

@@ -3,6 +3,7 @@ every node's key in one pass. What a host could try with it, and what stops it."
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import redis
 from django.utils import timezone
 
 from fleet.models import Node
+from fleet.services import broker
 from jobs.services import sweeper
 from lab.procs import wait_for
 from workers.host.api_client import NodeApi
@@ -51,12 +53,24 @@ def test_a_key_set_to_live_for_a_year_counts_once(enrol_node: Any) -> None:
     offline like any silent node (the TTL is the host's, so the platform never reads it)."""
     one = enrol_node("hz-forever")
     host = redis.Redis.from_url(one.config["broker_url"], socket_timeout=5)
-    assert host.set(key(one.node), "1", ex=365 * 86400)
+    assert host.set(key(one.node), int(time.time()), ex=365 * 86400)
     long_ago(one.node)
     assert sweeper.sweep().seen == 1 and seen_recently(one.node)
     long_ago(one.node)
     assert sweeper.sweep().seen == 0
     assert not seen_recently(one.node)
+
+
+def test_a_value_redis_shares_between_keys_is_not_a_sighting(enrol_node: Any) -> None:
+    """Redis keeps one object for each small integer, whose idle time is the last read of any
+    key holding it: a host that sets "1" would borrow other keys' reads. Taken, not counted."""
+    one = enrol_node("hz-shared")
+    host = redis.Redis.from_url(one.config["broker_url"], socket_timeout=5)
+    assert host.set(key(one.node), "1", ex=60)
+    long_ago(one.node)
+    assert sweeper.sweep().seen == 0
+    assert not seen_recently(one.node)
+    assert not broker.admin_client().exists(key(one.node))
 
 
 def test_a_host_cannot_keep_another_node_online(enrol_node: Any) -> None:

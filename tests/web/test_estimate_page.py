@@ -3,7 +3,7 @@ read through Django's test client: the board's form asks for it, the page ranks 
 estimate_board.rank does, says it in the page's language, and answers bad input with a 400.
 
 The clusters come from tests/api/test_estimates.py's `cluster` fixture: two A100 nodes
-measured together, their figures posted as their hosts post them."""
+measured together by a buyer's trial agents, their figures posted as hosts post them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from fleet.models import Node, Region
 from leaderboard import charts
 from leaderboard.services import estimate, estimate_board
 from tests.api import test_estimates
-from tests.fixtures import Actor, measured
+from tests.fixtures import Actor, measured, trial_agent
 
 cluster = test_estimates.cluster  # the API test's fixture, used here too
 
@@ -99,7 +99,7 @@ def test_the_page_ranks_candidates_as_estimate_board_does(two: Any) -> None:
     facts = table(cheapest, "workload")
     assert "355 million" in facts and "512 samples per optimizer step" in facts
     assert "2 (2 nodes × 1 GPU each)" in facts and "20,000" in facts
-    assert "host-reported figures behind the consistency rules" in cheapest
+    assert "The figures are the board's measured ones" in cheapest
     # The board's filters still apply: Guangdong holds the slow one only.
     assert candidates(get(f"/en/estimate/?{JOB}&region=guangdong")) == [f"cluster-{slow.pk}"]
 
@@ -131,7 +131,7 @@ def test_candidates_without_a_needed_figure_are_listed_apart_with_the_reason(
 
 def test_a_cpu_figure_is_marked_and_a_node_links_to_its_page(enrol_node: Any, buyer: Actor) -> None:
     solo = enrol_node("solo")  # no GPU: its matmul figure is the CPU's
-    measured(buyer, solo, 5.0, extra={"gpu.matmul_tflops_bf16": 0.5,
+    measured(buyer, trial_agent(buyer, solo), 5.0, extra={"gpu.matmul_tflops_bf16": 0.5,
                                       "training.dataloader_samples_per_s": 1000.0,
                                       "storage.packedfile_read": 50_000.0})
     assert Node.objects.get(pk=solo.node.pk).gpu_model in ("", "none")
@@ -139,6 +139,7 @@ def test_a_cpu_figure_is_marked_and_a_node_links_to_its_page(enrol_node: Any, bu
     row = re.search(rf'data-candidate="node-{solo.node.pk}">(.*?)</tr>', html, re.S)
     assert row and f'href="/en/nodes/{solo.node.pk}/"' in row.group(1)
     assert "CPU figure: no GPU on the host" in row.group(1)
+    assert "buyer-measured" in row.group(1)  # a trial measured it: the rung it stands on
     assert "Not measured" not in row.group(1)  # loader and storage figures are on the board
     assert "CPU 数据：该主机没有 GPU" in get("/zh-hans/estimate/?preset=resnet50&steps=1000")
 

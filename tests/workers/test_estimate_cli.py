@@ -1,7 +1,7 @@
 """benchctl estimate: a buyer's job on each candidate, as the platform estimates it.
 
 The live tests run benchctl as a person does (a subprocess, only LANG saying the language)
-against the live test platform, with clusters posted as their hosts post them (the approach
+against the live test platform, with clusters its trial agents posted as hosts post them (the approach
 of tests/api/test_estimates.py), and check the printed figures against the API's own answer.
 """
 
@@ -23,7 +23,7 @@ import requests
 from fleet.models import Node, Region
 from jobs.models import ClusterResult
 from lab.procs import REPO
-from tests.fixtures import HONEST_INVENTORY, Actor, measured
+from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
 from tests.leaderboard.test_links_clusters import multi_node_job, uniform
 from workers import cli, i18n
 from workers.buyer import estimate
@@ -84,10 +84,13 @@ def curve_for(link_gbps: float) -> list[dict[str, float]]:
 
 
 @pytest.fixture
-def cluster(enrol_node: Any, buyer: Actor) -> Callable[..., ClusterResult]:
-    """Two nodes measured together on a link of ``gbps``, each with its own matmul figure
-    (tests/api/test_estimates.py's approach; the live server commits, so the cluster's
-    on-commit work has run when this returns). ``gpu=None``: hosts without a GPU."""
+def cluster(enrol_node: Any, buyer: Actor, settings: Any) -> Callable[..., ClusterResult]:
+    """Two nodes measured together on a link of ``gbps`` by the buyer's trial agents of
+    them, each with its own matmul figure (tests/api/test_estimates.py's approach; the live
+    server commits, so the cluster's on-commit work has run when this returns).
+    ``gpu=None``: hosts without a GPU."""
+    settings.TRIAL_TOKENS_PER_DAY = 100
+
     def make(prefix: str, region: Region, gbps: float, price: int | None = 25_000,
              params: dict[str, Any] | None = None, gpu: str | None = A100,
              tflops: float = TFLOPS) -> ClusterResult:
@@ -96,12 +99,14 @@ def cluster(enrol_node: Any, buyer: Actor) -> Callable[..., ClusterResult]:
         count = Node.objects.count()
         enrolled = [enrol_node(f"{prefix}{i}", region=region, inventory=inventory,
                                address=f"10.0.9.{count + i + 2}") for i in range(2)]
+        agents = []
         for e in enrolled:
             Node.objects.filter(pk=e.node.pk).update(monthly_price_cny=price,
                                                      gpu_model=gpu or "none")
             e.node.refresh_from_db()
-            measured(buyer, e, 5.0, extra={"gpu.matmul_tflops_bf16": tflops})
-        job = multi_node_job(buyer, enrolled, uniform(2, gbps), params=params,
+            agents.append(trial_agent(buyer, e, inventory=inventory))
+            measured(buyer, agents[-1], 5.0, extra={"gpu.matmul_tflops_bf16": tflops})
+        job = multi_node_job(buyer, agents, uniform(2, gbps), params=params,
                              curve=curve_for(gbps))
         return ClusterResult.objects.get(job=job)
     return make

@@ -29,10 +29,10 @@ def _error(response: requests.Response) -> ApiError:
 
 
 def enrol(api_url: str, token: str, address: str = "", inventory: dict[str, Any] | None = None,
-          iperf3_port: int = 5201, timeout: float = 30) -> dict[str, Any]:
+          iperf3_port: int = 5201, timeout: float = 30, trial: bool = False) -> dict[str, Any]:
     response = requests.post(f"{api_url.rstrip('/')}/api/v1/enrol",
                              json={"token": token, "address": address, "iperf3_port": iperf3_port,
-                                   "inventory": inventory or {}}, timeout=timeout)
+                                   "inventory": inventory or {}, "trial": trial}, timeout=timeout)
     if response.status_code != 201:
         raise _error(response)
     data: dict[str, Any] = response.json()

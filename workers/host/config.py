@@ -31,6 +31,9 @@ class NodeConfig:
     heartbeat_seconds: int = 30
     address: str = ""  # where other nodes reach this host; empty: no node-to-node tests
     iperf3_port: int = 5201
+    # A buyer's trial agent: the provider's node it measures, and when its key stops working.
+    trial_of: int | None = None
+    trial_ends_at: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeConfig:

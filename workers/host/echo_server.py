@@ -1,17 +1,23 @@
-"""A TCP echo server: the peer side of TCP RTT measurements (`benchctl echo-server`).
+"""A TCP echo server: the reference's side of TCP RTT measurements (`benchctl echo-server`).
 
-Reference endpoints run one beside `iperf3 -s`; it echoes every byte back at once. A client
-may first send one line, ``BENCH-TOKEN <token>``: the run's token, handed out by the
-platform. With ``--log FILE`` the server then keeps its own record of that connection (one
-JSON line when it closes: token, client address, start time, and the round trips it timed
-itself, from each echo it sent to the next byte that came back). The platform compares a
-host's reported TCP RTT with that record, so the host cannot claim a shorter path.
+Reference endpoints run one beside `iperf3 -s`. Two modes, chosen by the first line:
+
+- ``BENCH-TOKEN <token> <count>``: a run's measurement, which the reference paces and
+  times itself. It sends ``count + 1`` unpredictable nonces, one at a time, each when the
+  answer to the previous one came back, and times each from its own send to the client's
+  echo of exactly that nonce (the first is dropped: it also pays for the accept). The
+  client can only answer what it has received, so it can delay a round trip, never
+  shorten one. The server then tells the client what it timed (``RTTS [..]``) and, with
+  ``--log FILE``, keeps its own record: token, the client's address as the server saw it,
+  start time and the round trips. The platform stores the figure from that record.
+- Anything else: every byte is echoed back at once (the lab's relay tests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import socket
 import statistics
 import time
@@ -19,19 +25,33 @@ from pathlib import Path
 from typing import Any
 
 TOKEN_PREFIX = b"BENCH-TOKEN "
+RTTS_PREFIX = b"RTTS "
 MAX_TOKEN_LINE = 256
-MAX_RECORDED = 1000  # round trips kept per connection (ping_count is at most 1000)
+MAX_ROUND_TRIPS = 1000  # ping_count is at most 1000
+DEFAULT_ROUND_TRIPS = 20  # a client that names no count
+NONCE_BYTES = 8  # sent as 16 hex digits and a newline
+ANSWER_TIMEOUT_S = 5.0  # a round trip longer than this ends the measurement
 
 
-async def _read_token(reader: asyncio.StreamReader, data: bytes) -> tuple[str, bytes]:
-    """The token line at the start of ``data`` (read more until its newline), and the rest."""
+async def _read_line(reader: asyncio.StreamReader, data: bytes) -> bytes:
+    """The first line of ``data`` (reading more until its newline)."""
     while b"\n" not in data and len(data) < MAX_TOKEN_LINE:
         more = await reader.read(MAX_TOKEN_LINE)
         if not more:
             break
         data += more
-    line, _, rest = data.partition(b"\n")
-    return line[len(TOKEN_PREFIX):].decode("ascii", "replace").strip()[:128], rest
+    return data.partition(b"\n")[0]
+
+
+def parse_token_line(line: bytes) -> tuple[str, int]:
+    """The run's token and how many round trips it asks for (bounded)."""
+    words = line[len(TOKEN_PREFIX):].decode("ascii", "replace").split()
+    token = words[0][:128] if words else ""
+    try:
+        count = int(words[1]) if len(words) > 1 else DEFAULT_ROUND_TRIPS
+    except ValueError:
+        count = DEFAULT_ROUND_TRIPS
+    return token, max(1, min(count, MAX_ROUND_TRIPS))
 
 
 class EchoServer:
@@ -43,33 +63,49 @@ class EchoServer:
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = writer.get_extra_info("peername") or ("", 0)
-        started = time.time()
-        token = ""
-        rtts: list[float] = []
-        sent_at: float | None = None
         try:
             data = await reader.read(65536)
-            if data.startswith(TOKEN_PREFIX[:len(data)]) and data:
-                token, data = await _read_token(reader, data)
-            while True:
-                if data:
-                    now = time.perf_counter()
-                    if sent_at is not None:
-                        rtts.append((now - sent_at) * 1000.0)
-                    writer.write(data)
-                    await writer.drain()
-                    sent_at = time.perf_counter()
-                data = await reader.read(65536)
-                if not data:
-                    break
-        except ConnectionError:
+            if data and data.startswith(TOKEN_PREFIX[:len(data)]):
+                token, count = parse_token_line(await _read_line(reader, data))
+                await self.measure(reader, writer, token, count, str(peer[0]))
+            else:
+                await self.echo(reader, writer, data)
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
+
+    async def echo(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   data: bytes) -> None:
+        while data:
+            writer.write(data)
+            await writer.drain()
+            data = await reader.read(65536)
+
+    async def measure(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      token: str, count: int, client: str) -> None:
+        started = time.time()
+        rtts: list[float] = []
+        try:
+            for _ in range(count + 1):
+                nonce = secrets.token_hex(NONCE_BYTES).encode() + b"\n"
+                sent_at = time.perf_counter()
+                writer.write(nonce)
+                await writer.drain()
+                answer = await asyncio.wait_for(reader.readexactly(len(nonce)), ANSWER_TIMEOUT_S)
+                if answer != nonce:
+                    break  # not an echo of what was sent: nothing after it is timed
+                rtts.append((time.perf_counter() - sent_at) * 1000.0)
+        finally:
+            # Recorded whether or not the client stayed: what was timed is the evidence.
+            timed = [round(r, 4) for r in rtts[1:]]
             if token and self.log_path is not None:
-                self.record({"token": token, "client": str(peer[0]), "started": started,
-                             "round_trips": len(rtts), "rtts_ms": [round(r, 4) for r in rtts]
-                             [:MAX_RECORDED], "median_ms": statistics.median(rtts) if rtts else None})
+                self.record({"token": token, "client": client, "started": started,
+                             "paced_by": "reference", "round_trips": len(timed),
+                             "rtts_ms": timed,
+                             "median_ms": statistics.median(timed) if timed else None})
+        writer.write(RTTS_PREFIX + json.dumps(timed).encode() + b"\n")
+        await writer.drain()
 
     def record(self, entry: dict[str, Any]) -> None:
         assert self.log_path is not None

@@ -62,8 +62,21 @@ def nics() -> list[dict[str, Any]]:
             speed: int | None = int((dev / "speed").read_text().strip())
         except (OSError, ValueError):
             speed = None
-        found.append({"name": dev.name, "speed_mbps": speed if speed and speed > 0 else None})
+        try:
+            mac = (dev / "address").read_text().strip()
+        except OSError:
+            mac = ""
+        found.append({"name": dev.name, "speed_mbps": speed if speed and speed > 0 else None,
+                      "mac": mac})
     return found
+
+
+def machine_id() -> str:
+    """/etc/machine-id: part of the host's identity (fleet.services.identity)."""
+    try:
+        return Path("/etc/machine-id").read_text().strip()[:64]
+    except OSError:
+        return ""
 
 
 def disks() -> list[dict[str, Any]]:
@@ -106,6 +119,7 @@ def rdma(root: Path = Path("/")) -> dict[str, Any]:
 def collect() -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
+        "machine_id": machine_id(),
         "cpu_model": _cpu_model(),
         "cpu_cores": os.cpu_count(),
         "memory_bytes": _memory_bytes(),

@@ -1,0 +1,31 @@
+"""The endpoint a platform reference's agent calls with its reference key: its servers'
+own records of the tests they served (jobs.services.reference_records)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.auth import ReferenceKeyAuthentication
+from api.permissions import IsReference
+from api.serializers import ReferenceRecordsSerializer, ReferenceRecordsStoredSerializer
+from fleet.models import ReferenceEndpoint
+from jobs.services import reference_records
+
+
+class ReferenceRecordsView(APIView):
+    authentication_classes = [ReferenceKeyAuthentication]
+    permission_classes = [IsReference]
+
+    @extend_schema(request=ReferenceRecordsSerializer,
+                   responses={200: ReferenceRecordsStoredSerializer})
+    def post(self, request: Request) -> Response:
+        assert isinstance(request.auth, ReferenceEndpoint)
+        body = ReferenceRecordsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        stored = reference_records.ingest(request.auth, data["iperf3"], data["echo"],
+                                          data["through"])
+        return Response(stored.as_dict())
