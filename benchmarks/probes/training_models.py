@@ -12,13 +12,14 @@
   parameters, 97.5 MiB at 224 x 224) whose base width is scaled down to fit ``model_mib``,
   with the image size scaled alike.
 
-Built from torch.nn (no torchvision, nothing downloaded). This module imports torch at the
-top: import it only where torch is wanted (in a rank), not from the idle worker.
+Built from torch.nn (no torchvision, nothing downloaded), to the shapes of
+contract/training_shapes.py (which the platform reads too, without torch). This module
+imports torch at the top: import it only where torch is wanted (in a rank), not from the
+idle worker.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -27,83 +28,7 @@ import torch
 from torch import nn
 
 from contract.suites import TRAINING_MODELS
-
-MIB = 1 << 20
-
-
-@dataclass(frozen=True)
-class TransformerShape:
-    d_model: int
-    heads: int
-    layers: int
-    vocab: int
-    context: int
-
-    def params(self) -> int:
-        d = self.d_model
-        # Embeddings (the output layer shares the token one), per block two LayerNorms,
-        # the q/k/v and output projections and the 4x MLP, and the final LayerNorm.
-        return self.vocab * d + self.context * d + self.layers * (12 * d * d + 13 * d) + 2 * d
-
-
-GPT2_SMALL = TransformerShape(d_model=768, heads=12, layers=12, vocab=50257, context=1024)
-GPT2_MEDIUM = TransformerShape(d_model=1024, heads=16, layers=24, vocab=50257, context=1024)
-GPT2_LARGE = TransformerShape(d_model=1280, heads=20, layers=36, vocab=50257, context=1024)
-
-
-def scaled_gpt2_small(heads: int) -> TransformerShape:
-    """GPT-2 small with ``heads`` (1-12) heads of 64: layers and vocabulary scaled by heads/12,
-    the context by its square (the tokens of a step, and so its computation, shrink with the
-    model: a CPU host's quick run stays quick)."""
-    scale = heads / GPT2_SMALL.heads
-    return TransformerShape(d_model=64 * heads, heads=heads, layers=heads,
-                            vocab=round(GPT2_SMALL.vocab * scale),
-                            context=max(16, int(GPT2_SMALL.context * scale ** 2) // 8 * 8))
-
-
-def transformer_shape(model_mib: int) -> TransformerShape:
-    """The largest GPT-2-like shape within ``model_mib`` MiB of fp32 parameters."""
-    candidates = [scaled_gpt2_small(h) for h in range(1, 12)] + [GPT2_SMALL, GPT2_MEDIUM,
-                                                                   GPT2_LARGE]
-    fitting = [c for c in candidates if c.params() * 4 <= model_mib * MIB]
-    return fitting[-1] if fitting else candidates[0]
-
-
-@dataclass(frozen=True)
-class ConvShape:
-    width: int  # channels of the stem; ResNet-50's is 64
-    blocks: tuple[int, ...] = (3, 4, 6, 3)
-    classes: int = 1000
-    image: int = 224
-
-    def params(self) -> int:
-        def conv_bn(cin: int, cout: int, k: int) -> int:
-            return cin * cout * k * k + 2 * cout  # no conv bias; batch norm's weight and bias
-
-        total = conv_bn(3, self.width, 7)
-        inplanes = self.width
-        for stage, count in enumerate(self.blocks):
-            planes = self.width * 2 ** stage
-            for block in range(count):
-                total += (conv_bn(inplanes, planes, 1) + conv_bn(planes, planes, 3)
-                          + conv_bn(planes, planes * 4, 1))
-                if block == 0:  # the projection shortcut
-                    total += conv_bn(inplanes, planes * 4, 1)
-                inplanes = planes * 4
-        return total + inplanes * self.classes + self.classes
-
-
-RESNET50 = ConvShape(width=64)
-
-
-def convnet_shape(model_mib: int) -> ConvShape:
-    """ResNet-50 with its width scaled down (multiples of 8) to fit ``model_mib`` MiB; the
-    image shrinks with the width (224 at full width, at least 32)."""
-    fitting = [w for w in range(8, RESNET50.width + 1, 8)
-               if ConvShape(width=w).params() * 4 <= model_mib * MIB]
-    width = fitting[-1] if fitting else 8
-    image = min(RESNET50.image, max(32, round(RESNET50.image * width / RESNET50.width / 32) * 32))
-    return ConvShape(width=width, image=image)
+from contract.training_shapes import ConvShape, TransformerShape, convnet_shape, mlp_shape, transformer_shape
 
 
 class Decoder(nn.Module):
@@ -173,10 +98,8 @@ def resnet(shape: ConvShape) -> nn.Sequential:
 
 def build_mlp(model_mib: int) -> tuple[nn.Sequential, int, int]:
     """An MLP of square Linear layers with about ``model_mib`` MiB of fp32 parameters."""
-    params = model_mib * MIB // 4
-    # About 8 layers: deep enough that DDP's bucketed all-reduce can overlap backward.
-    width = max(64, int(math.sqrt(params / 8)) // 64 * 64)
-    layers = max(1, round(params / (width * width + width)))
+    mlp = mlp_shape(model_mib)
+    width, layers = mlp.width, mlp.layers
     modules: list[nn.Module] = []
     for i in range(layers):
         modules.append(nn.Linear(width, width))

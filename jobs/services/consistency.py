@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract import gpu_models, metrics, storage_devices
+from contract import gpu_models, metrics, storage_devices, training_shapes
+from contract.suites import PARAMS, choice
 
 THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
                       "network.tcp_throughput_sent", "network.tcp_throughput_parallel",
@@ -46,6 +47,8 @@ PEAK_SLACK = 1.05
 # Above the published best measured matmul (MAMF) of a model: newer libraries gain a few
 # per cent, not more.
 ATTAINABLE_SLACK = 1.10
+# The training probe's timed loops, in ms per step of one rank's batch.
+STEP_TIME_METRICS = ("training.step_time", "training.step_time_p95", "training.compute_time")
 UTIL_IDLE_PERCENT = 10.0
 SPREAD_EPSILON = 1e-9
 
@@ -78,6 +81,15 @@ class Violation:
 
 
 Check = Callable[[Facts], "Violation | None"]
+
+
+def under(sample: dict[str, Any], limit: float) -> tuple[str, float] | None:
+    """The first of a sample's value, p5 and min below ``limit``: a floor binds them all."""
+    for name in ("value", "p5", "min"):
+        value = sample.get(name)
+        if isinstance(value, (int, float)) and value < limit:
+            return name, value
+    return None
 
 
 def over(sample: dict[str, Any], limit: float) -> tuple[str, float] | None:
@@ -286,6 +298,46 @@ def within_gpu_peak(f: Facts) -> Violation | None:
     return None
 
 
+def training_rate(model: gpu_models.GpuModel) -> float:
+    """The fastest a device trains the probe's workloads, TFLOP/s. The probe trains in fp32, and
+    a host's torch may run its matmuls and convolutions in TF32 (NVIDIA's containers do by
+    default), so the faster of the two peaks; at the model's best published measured matmul
+    fraction (MAMF, taken for TF32 too: the same tensor cores) where the table has one."""
+    peak = max(model.fp32, model.tf32)
+    if model.matmul_attainable:
+        return peak * min(1.0, model.matmul_attainable * ATTAINABLE_SLACK)
+    return peak
+
+
+def step_within_attainable(f: Facts) -> Violation | None:
+    """A training step takes at least its FLOPs over the rate the enrolled device attains.
+
+    The FLOPs are the platform's own count for the workload it asked for (the job's
+    training_model, model_mib and training_batch; contract/training_shapes.py), never the
+    host's: a typed 1 ms step of GPT-2 small is refused on any GPU."""
+    times = [s for s in f.samples if s["metric"] in STEP_TIME_METRICS]
+    if not times:
+        return None
+    model, what = _peak(f)
+    if model is None:
+        return Violation("step_within_attainable", (
+            f"the node claims a {f.gpu_claim!r}, which the reference table "
+            "(contract/data/gpu_models.yaml) does not list: its step times cannot be bounded"))
+    name = choice("training_model", f.params.get("training_model", PARAMS["training_model"].default))
+    model_mib = int(f.params.get("model_mib", PARAMS["model_mib"].default))
+    batch = int(f.params.get("training_batch", PARAMS["training_batch"].default))
+    flops = training_shapes.workload_shape(name, model_mib).train_flops(batch)
+    rate = training_rate(model)
+    floor_ms = flops / (rate * 1e12) * 1000
+    for s in times:
+        if found := under(s, floor_ms):
+            return Violation("step_within_attainable", (
+                f"{s['metric']} {found[0]} {found[1]:g} ms for one step of {batch} samples of "
+                f"the {name} workload ({model_mib} MiB, {flops:.3g} FLOPs) is faster than "
+                f"{what} attains ({rate:.4g} TFLOP/s): at least {floor_ms:.3g} ms"))
+    return None
+
+
 def utilisation_needs_power(f: Facts) -> Violation | None:
     """A GPU busy above idle draws power above idle (NVML reports both)."""
     util = f.value("training.gpu_util_mean")
@@ -310,8 +362,8 @@ def utilisation_needs_power(f: Facts) -> Violation | None:
 CHECKS: list[Check] = [
     spread_in_order, littles_law, iops_within_devices, sender_at_least_receiver, within_nic_rate,
     busbw_within_link,
-    step_at_least_compute, comm_share_matches_step, samples_per_s_matches_step, within_gpu_peak,
-    utilisation_needs_power,
+    step_at_least_compute, comm_share_matches_step, samples_per_s_matches_step,
+    step_within_attainable, within_gpu_peak, utilisation_needs_power,
 ]
 CHECK_NAMES = [c.__name__ for c in CHECKS]
 

@@ -144,3 +144,33 @@ def test_iops_cannot_beat_what_the_enrolled_block_devices_serve() -> None:
     assert broken(s("storage.randread_iops", 300_000.0), s("storage.randread_lat_mean", 106.7),
                   disks=[{"name": "sda", "rotational": True}]) == []
     assert broken(*typed) == []  # a host that listed no disk is not bounded here
+
+
+def test_a_step_cannot_compute_faster_than_the_enrolled_device_attains() -> None:
+    # GPT-2 small (model_mib 475), batch 32: 2.61e13 FLOPs a step by the platform's count;
+    # an H200 attains at most 494.5 TFLOP/s TF32 x 0.803 x 1.10 = 437: at least 59.8 ms.
+    gpt2 = {"training_model": 1, "model_mib": 475, "training_batch": 32, "training_ranks": 2}
+    h200 = "NVIDIA H200"
+    assert broken(s("training.step_time", 80.0), s("training.compute_time", 75.0),
+                  params=gpt2, gpu=h200) == []
+    assert broken(s("training.step_time", 1.0), s("training.compute_time", 1.0),
+                  params=gpt2, gpu=h200) == ["step_within_attainable"]
+    # A floor binds the spread too: a median above it with a p5 typed below is caught.
+    assert broken(s("training.compute_time", 75.0, p5=5.0, min=5.0), params=gpt2,
+                  gpu=h200) == ["step_within_attainable"]
+    # The same typed step is refused from a host whose enrolled model is its CPU.
+    assert broken(s("training.step_time", 500.0), params=gpt2) == ["step_within_attainable"]
+    # The default MLP (16 MiB, 7.3e8 FLOPs at batch 32) on a CPU: 0.037 ms is all physics says.
+    assert broken(s("training.step_time", 0.05)) == []
+    assert broken(s("training.step_time", 0.01)) == ["step_within_attainable"]
+    # A model the table does not list cannot be bounded, and is not waved through.
+    assert broken(s("training.step_time", 80.0), gpu="NVIDIA Imaginary X9") == [
+        "step_within_attainable"]
+
+
+def test_the_floor_uses_the_jobs_workload_not_the_hosts_account_of_it() -> None:
+    # The host's metadata says mlp, 1 MiB: the job asked for GPT-2 small, and that is counted.
+    gpt2 = {"training_model": 1, "model_mib": 475, "training_batch": 32, "training_ranks": 2}
+    lie = {"model": "mlp", "model_shape": {"width": 64, "layers": 1}, "model_params": 4160}
+    assert broken(s("training.step_time", 1.0, metadata=lie), params=gpt2,
+                  gpu="NVIDIA H200") == ["step_within_attainable"]
