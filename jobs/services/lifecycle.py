@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -230,10 +230,9 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
             raise Conflict(
                 f"attempt {attempt_id} is no longer current for run {run_id} "
                 f"(run is {run.status}); result not stored")
-        spent: list[tuple[int, str]] = []
         if succeeded:
             try:
-                spent = _review(run, node, attempt_id, samples, inventory, now, references)
+                _review(run, node, attempt_id, samples, inventory, now, references)
             except Refused as exc:
                 refused = exc
         if refused is not None:
@@ -241,7 +240,7 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
             Attempt.objects.filter(pk=attempt_id).update(finished_at=now,
                                                          outcome=Run.Status.FAILED)
         else:
-            _store(run, node, attempt_id, succeeded, samples, error, inventory, spent, now)
+            _store(run, node, attempt_id, succeeded, samples, error, inventory, now)
     if refused is not None:
         for violation in refused.found:
             observability.count_rejection(f"inconsistent:{violation.check}")
@@ -266,10 +265,10 @@ def _await_reference_records(references: dict[str, ReferenceEndpoint],
 
 def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str, Any]],
             inventory: dict[str, Any], now: Any,
-            references: dict[str, ReferenceEndpoint]) -> list[tuple[int, str]]:
+            references: dict[str, ReferenceEndpoint]) -> None:
     """Check a succeeded result (``references``: the node's, by peer name, when it has
-    network samples); returns the reference records it spends. Raises Invalid for what the
-    job cannot have measured, Refused for the rest."""
+    network samples) and spend the reference records it presents on it. Raises Invalid for
+    what the job cannot have measured, Refused for the rest."""
     job = run.job
     declared = intake.declared_errors(samples, job.suite)
     if declared:
@@ -285,13 +284,7 @@ def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str,
     reviewed = evidence.review(samples, references, attempt_id, since, now.timestamp(), binding)
     found = [consistency.Violation("reference_mismatch", m.message()) for m in reviewed.mismatches]
     found += [consistency.Violation(check, message) for check, message in reviewed.refusals]
-    if reviewed.spent:
-        used = ReferenceRecordUse.objects.filter(
-            endpoint_id__in={e for e, _ in reviewed.spent},
-            key__in=[k for _, k in reviewed.spent]).exclude(run=run).values_list("key", "run_id")
-        found += [consistency.Violation("reference_record_reused", (
-            f"the reference's record of iperf3 test {key} was already presented by run {other}"))
-            for key, other in used]
+    found += _reused(run, reviewed.spent)
     facts = consistency.Facts(
         samples=samples, params=params,
         nic_mbps=list(node.enrolled_nic_mbps or []),
@@ -309,9 +302,39 @@ def _review(run: Run, node: Node, attempt_id: uuid.UUID, samples: list[dict[str,
             "if its boards changed)")))
     if found:
         raise Refused(found)
+    _spend(run, reviewed.spent)
     if node.is_trial_agent:
         evidence.by_trial_agent(samples, node.pk)
-    return reviewed.spent
+
+
+def _reused(run: Run, spent: list[tuple[int, str]]) -> list[consistency.Violation]:
+    """The reference records this result presents that another run already spent."""
+    if not spent:
+        return []
+    used = ReferenceRecordUse.objects.filter(
+        endpoint_id__in={e for e, _ in spent},
+        key__in=[k for _, k in spent]).exclude(run=run).values_list("key", "run_id")
+    return [consistency.Violation("reference_record_reused", (
+        f"the reference's record of iperf3 test {key} was already presented by run {other}"))
+        for key, other in used]
+
+
+def _spend(run: Run, spent: list[tuple[int, str]]) -> None:
+    """Spend the records on this run. _reused cannot see a result judged at the same moment
+    (neither is stored yet), so the unique constraint decides: the second writer's insert
+    waits for the first's commit, fails, and its result is refused."""
+    mine = set(ReferenceRecordUse.objects.filter(run=run).values_list("endpoint_id", "key"))
+    uses = [ReferenceRecordUse(endpoint_id=e, key=k, run=run) for e, k in dict.fromkeys(spent)
+            if (e, k) not in mine]
+    if not uses:
+        return
+    try:
+        with transaction.atomic():  # a savepoint: the refusal below still commits
+            ReferenceRecordUse.objects.bulk_create(uses)
+    except IntegrityError as exc:
+        raise Refused([consistency.Violation("reference_record_reused", (
+            "another run presented the reference's record of the same iperf3 test at the "
+            "same moment, and was stored first"))]) from exc
 
 
 def _exclusive(node: Node, known: set[str]) -> frozenset[str]:
@@ -350,13 +373,9 @@ def _loopback_peers(run: Run, references: dict[str, ReferenceEndpoint],
 
 def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
            samples: list[dict[str, Any]], error: str, inventory: dict[str, Any],
-           spent: list[tuple[int, str]], now: Any) -> None:
+           now: Any) -> None:
     status = Run.Status.SUCCEEDED if succeeded else Run.Status.FAILED
     stored = Sample.objects.bulk_create([Sample(run=run, **s) for s in samples])
-    if spent:
-        ReferenceRecordUse.objects.bulk_create(
-            [ReferenceRecordUse(endpoint_id=e, key=k, run=run) for e, k in spent],
-            ignore_conflicts=True)
     run.inventory = inventory
     _finish(run, status, "" if succeeded else (error or "probe failed"), now)
     Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)

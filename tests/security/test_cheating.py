@@ -160,6 +160,57 @@ def test_another_hosts_test_cannot_be_presented(buyer: Any, enrol_node: Any,
     assert status_of(refused.value) == 422 and "reference_record_reused" in str(refused.value)
 
 
+def test_two_results_presenting_one_test_at_once_spend_it_once(
+        buyer: Any, enrol_node: Any, reference_endpoint: Any, monkeypatch: Any) -> None:
+    # #30: the reuse check and the store were separate, so two results judged at the same
+    # moment both passed the check and both stored the one test as verified. Here both pass
+    # the check before either stores (the barrier); the unique constraint decides.
+    from django.db import connection
+
+    fast, slow = enrol_node("hz-fast"), enrol_node("hz-slow")
+    job, _ = submission.submit(buyer.user, [fast.node.pk, slow.node.pk], "network", profile="quick")
+    runs = {r.node_id: r for r in job.runs.all()}
+    claims = {n.node.pk: lifecycle.claim(n.node, runs[n.node.pk].pk) for n in (fast, slow)}
+    throughput = [s for s in reference_samples(claims[fast.node.pk].spec())
+                  if s["metric"].startswith("network.tcp_throughput")]
+    both_checked = threading.Barrier(2, timeout=30)
+    checked = lifecycle._reused
+
+    def check_then_wait(run: Any, spent: Any) -> Any:
+        found = checked(run, spent)
+        both_checked.wait()
+        return found
+
+    monkeypatch.setattr(lifecycle, "_reused", check_then_wait)
+    outcomes: dict[str, Any] = {}
+
+    def post(node: Any) -> None:
+        claim = claims[node.node.pk]
+        try:
+            lifecycle.finish(node.node, claim.run.pk, claim.attempt.id, True,
+                             json.loads(json.dumps(throughput)), "", {})
+            outcomes[node.node.name] = "stored"
+        except DomainError as exc:
+            outcomes[node.node.name] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post, args=(n,)) for n in (fast, slow)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+
+    assert sorted(o == "stored" for o in outcomes.values()) == [False, True], outcomes
+    refused = next(o for o in outcomes.values() if o != "stored")
+    assert status_of(refused) == 422 and "reference_record_reused" in str(refused)
+    statuses = sorted(Run.objects.filter(job=job).values_list("status", flat=True))
+    assert statuses == ["failed", "succeeded"]
+    loser = Run.objects.get(job=job, status="failed")
+    assert loser.error.startswith("inconsistent result: reference_record_reused")
+    assert not Sample.objects.filter(run=loser).exists()
+
+
 def test_a_test_from_before_the_run_stays_host_reported(buyer: Any, enrol_node: Any,
                                                         reference_endpoint: Any) -> None:
     node = enrol_node("hz-1")
