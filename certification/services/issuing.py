@@ -246,8 +246,9 @@ def renew_due(user_for: Callable[[Node], User | None]) -> int:
     """Re-run certification for certificates that expire within CERT_RENEW_DAYS_BEFORE."""
     soon = timezone.now() + timedelta(days=settings.CERT_RENEW_DAYS_BEFORE)
     renewed = 0
-    for cert in Certificate.objects.filter(revoked_at__isnull=True, expires_at__lte=soon,
-                                           expires_at__gt=timezone.now()).select_related("node"):
+    for cert in Certificate.objects.filter(
+            revoked_at__isnull=True, expires_at__lte=soon, expires_at__gt=timezone.now(),
+    ).select_related("node").order_by("expires_at", "pk"):
         pending = CertificationRequest.objects.filter(
             node=cert.node, profile__name=cert.profile, status=CertificationRequest.Status.RUNNING)
         user = user_for(cert.node)
@@ -258,6 +259,9 @@ def renew_due(user_for: Callable[[Node], User | None]) -> int:
         except DomainError as exc:
             # One certificate that cannot be renewed must not stop the others' renewals.
             log.warning("certificate %s of node %s not renewed: %s", cert.pk, cert.node_id, exc)
+            continue
+        except Exception:  # a fault of this row (a bug, bad data): the others still renew
+            log.exception("certificate %s of node %s not renewed", cert.pk, cert.node_id)
             continue
         renewed += 1
     return renewed

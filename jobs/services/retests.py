@@ -29,10 +29,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from config import isolated
 from config.errors import DomainError
 from fleet.models import Node, RetestPause
 from jobs.models import Retest, Run
@@ -102,14 +102,23 @@ def run_due(now: datetime, out: Tick | None = None) -> Tick:
     out.skipped += Retest.objects.filter(status=Retest.Status.PLANNED, due_at__lt=stale).update(
         status=Retest.Status.SKIPPED, reason="the platform's scheduler was not running",
         settled_at=now)
-    for retest_id in list(Retest.objects.filter(status=Retest.Status.PLANNED, due_at__lte=now)
-                          .order_by("due_at").values_list("pk", flat=True)[:500]):
-        with transaction.atomic():
-            retest = (Retest.objects.select_for_update(skip_locked=True)
-                      .select_related("node").filter(pk=retest_id, status=Retest.Status.PLANNED)
-                      .first())
-            if retest is not None:
-                _start(retest, now, out)
+    def start(retest_id: int) -> None:
+        retest = (Retest.objects.select_for_update(skip_locked=True)
+                  .select_related("node").filter(pk=retest_id, status=Retest.Status.PLANNED)
+                  .first())
+        if retest is not None:
+            _start(retest, now, out)
+
+    def failed(retest_id: int, exc: Exception) -> None:
+        # The platform's fault, not the node's: skipped (never counted against it), and not
+        # tried again every tick.
+        out.skipped += Retest.objects.filter(pk=retest_id, status=Retest.Status.PLANNED).update(
+            status=Retest.Status.SKIPPED, settled_at=now,
+            reason=f"the platform could not start it: {type(exc).__name__}: {exc}"[:255])
+
+    due = list(Retest.objects.filter(status=Retest.Status.PLANNED, due_at__lte=now)
+               .order_by("due_at").values_list("pk", flat=True)[:500])
+    isolated.each(due, start, "re-test", failed)
     return out
 
 
@@ -159,10 +168,11 @@ def _settle(retest: Retest, status: str, reason: str, now: datetime) -> None:
 def settle(out: Tick | None = None) -> Tick:
     out = out or Tick()
     submitted = Retest.objects.filter(status=Retest.Status.SUBMITTED, job__isnull=False)
-    for retest in submitted.select_related("job")[:500]:
+
+    def settle_one(retest: Retest) -> None:
         runs = list(Run.objects.filter(job_id=retest.job_id).values_list("status", "error"))
         if not runs or any(status not in Run.FINISHED for status, _ in runs):
-            continue
+            return
         ok = all(status == Run.Status.SUCCEEDED for status, _ in runs)
         reason = "" if ok else next(e for s, e in runs if s != Run.Status.SUCCEEDED)[:255]
         updated = Retest.objects.filter(pk=retest.pk, status=Retest.Status.SUBMITTED).update(
@@ -174,6 +184,8 @@ def settle(out: Tick | None = None) -> Tick:
             else:
                 out.missed += 1
                 log.info("re-test %s of node %s missed: %s", retest.pk, retest.node_id, reason)
+
+    isolated.each(list(submitted.select_related("job")[:500]), settle_one, "settling re-test")
     return out
 
 

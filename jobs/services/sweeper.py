@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from config import isolated
 from fleet.models import Node
 from fleet.services import broker, revocation
 from jobs.models import Attempt, Run
@@ -51,43 +52,60 @@ def sweep() -> SweepReport:
             # delivery is harmless, the claim refuses it.
             Run.objects.filter(status=Run.Status.QUEUED, node__broker=name).update(
                 dispatched_at=None)
-    report.seen = refresh_liveness(up, now)
-    with transaction.atomic():
-        stale = list(Run.objects.select_for_update(skip_locked=True).filter(
-            status=Run.Status.RUNNING, lease_expires_at__lte=now))
-        for run in stale:
-            if run.current_attempt is not None:
-                Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
-                    finished_at=now, outcome="expired")
-            if run.attempts >= settings.RUN_MAX_ATTEMPTS:
-                run.status = Run.Status.FAILED
-                run.error = (f"gave up after {run.attempts} attempts: the node stopped "
-                             "renewing its lease each time")
-                run.finished_at = now
-                report.given_up += 1
-                lifecycle.settle([run.job_id])
-            else:
-                run.status = Run.Status.QUEUED
-                run.dispatched_at = None
-                report.expired += 1
-            run.current_attempt = None
-            run.lease_expires_at = None
-            run.save()
-    report.suspended = enforce_broker_budgets(up)
-    report.trials_ended = end_trials(now)
-    report.timed_out = fail_unstarted(now)
-    report.stuck = forget_stuck_dispatches(now)
-    pending = list(Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
-                                      node__broker__in=up, dispatched_at__isnull=True)
-                   .values_list("pk", "node_id", "node__broker")[:1000])
-    Run.objects.filter(pk__in=[run_id for run_id, _, _ in pending]).update(dispatched_at=now)
-    for run_id, node_id, broker_name in pending:
-        if publish_run(run_id, node_id, broker_name):
-            report.republished += 1
+    # Each phase on its own (config.isolated): a broker answering nonsense to the budget
+    # check must not stop expired leases from being recovered, nor queued runs from going out.
+    report.seen = isolated.step(lambda: refresh_liveness(up, now), "sweep: liveness")
+    isolated.step(lambda: expire_leases(now, report), "sweep: expired leases")
+    report.suspended = isolated.step(lambda: enforce_broker_budgets(up), "sweep: broker budgets")
+    report.trials_ended = isolated.step(lambda: end_trials(now), "sweep: ended trials")
+    report.timed_out = isolated.step(lambda: fail_unstarted(now), "sweep: unstarted runs")
+    report.stuck = isolated.step(lambda: forget_stuck_dispatches(now), "sweep: stuck dispatches")
+    report.republished = isolated.step(lambda: republish(up, now), "sweep: republishing")
     if report.expired or report.given_up or report.republished or report.timed_out \
             or report.stuck or report.suspended or report.trials_ended or report.brokers_down:
         log.info("sweep: %s", report)
     return report
+
+
+def expire_leases(now: datetime, report: SweepReport) -> int:
+    """Runs whose node stopped renewing the lease: queued again, or failed after the last
+    attempt. Each run in its own savepoint."""
+    def expire(run: Run) -> None:
+        if run.current_attempt is not None:
+            Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
+                finished_at=now, outcome="expired")
+        gave_up = run.attempts >= settings.RUN_MAX_ATTEMPTS
+        if gave_up:
+            run.status = Run.Status.FAILED
+            run.error = (f"gave up after {run.attempts} attempts: the node stopped "
+                         "renewing its lease each time")
+            run.finished_at = now
+        else:
+            run.status = Run.Status.QUEUED
+            run.dispatched_at = None
+        run.current_attempt = None
+        run.lease_expires_at = None
+        run.save()
+        if gave_up:
+            lifecycle.settle([run.job_id])
+        # Counted once the run's savepoint holds (a run that raised is not recovered).
+        report.given_up += gave_up
+        report.expired += not gave_up
+
+    with transaction.atomic():
+        stale = list(Run.objects.select_for_update(skip_locked=True).filter(
+            status=Run.Status.RUNNING, lease_expires_at__lte=now))
+        return len(stale) - isolated.each(stale, expire, "sweep: expired lease of run")
+
+
+def republish(brokers: list[str], now: datetime) -> int:
+    """Publish the queued runs that have no message on their broker."""
+    pending = list(Run.objects.filter(status=Run.Status.QUEUED, node__status=Node.Status.ACTIVE,
+                                      node__broker__in=brokers, dispatched_at__isnull=True)
+                   .values_list("pk", "node_id", "node__broker")[:1000])
+    Run.objects.filter(pk__in=[run_id for run_id, _, _ in pending]).update(dispatched_at=now)
+    return sum(1 for run_id, node_id, broker_name in pending
+               if publish_run(run_id, node_id, broker_name))
 
 
 # One statement for every sighting of the pass; never moves a node's last sighting back
@@ -118,9 +136,9 @@ def end_trials(now: datetime) -> int:
     """Revoke the trial agents whose trial ended: their key already stopped working (the
     API refuses it); this fails their open runs and deletes their broker user too."""
     over = list(Node.objects.filter(status=Node.Status.ACTIVE, trial_ends_at__lte=now))
-    for node in over:
-        revocation.revoke(node, reason="the buyer's trial ended")
-    return len(over)
+    return len(over) - isolated.each(
+        over, lambda node: revocation.revoke(node, reason="the buyer's trial ended"),
+        "sweep: ending the trial of node")
 
 
 def enforce_broker_budgets(brokers: list[str]) -> int:
@@ -162,10 +180,12 @@ def fail_unstarted(now: datetime) -> int:
     """Queued runs their node never started within RUN_QUEUE_TIMEOUT_SECONDS fail, saying why."""
     limit = settings.RUN_QUEUE_TIMEOUT_SECONDS
     failed = 0
-    stale = (Run.objects.filter(status=Run.Status.QUEUED,
-                                queued_at__lte=now - timedelta(seconds=limit))
-             .select_related("node", "job"))
-    for run in stale:
+    stale = list(Run.objects.filter(status=Run.Status.QUEUED,
+                                    queued_at__lte=now - timedelta(seconds=limit))
+                 .select_related("node", "job"))
+
+    def fail(run: Run) -> None:
+        nonlocal failed
         node = run.node
         seen = node.last_seen_at.isoformat(timespec="seconds") if node.last_seen_at else "never"
         done = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
@@ -178,6 +198,8 @@ def fail_unstarted(now: datetime) -> int:
         if done:
             lifecycle.settle([run.job_id])  # a certification on it fails, saying why
         failed += done
+
+    isolated.each(stale, fail, "sweep: failing the unstarted run")
     return failed
 
 

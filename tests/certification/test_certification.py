@@ -212,3 +212,39 @@ def test_a_certificate_about_to_expire_is_re_run_and_a_failed_re_run_revokes_it(
         lifecycle.finish(run.node, run.pk, claim.attempt.id, False, [], "fio failed", {})
     cert.refresh_from_db()
     assert not cert.valid and cert.revoked_reason.startswith("re-run failed: the certification run failed")
+
+
+def test_renewal_renews_a_multi_node_certificate_with_its_peers_beside_single_node_ones(
+        provider_owner: Any, enrol_node: Any, settings: Any) -> None:
+    # #30: renew_due called request() without peers; the multi-node certificate raised
+    # Invalid, nothing caught it, and every certificate after it lapsed.
+    from django.utils import timezone
+
+    from jobs.services import submission
+
+    a, b, c, d = (enrol_node(f"hz-{i}") for i in range(4))
+    pair, _ = submission.submit(provider_owner.user, [a.node.pk, b.node.pk], "full",
+                                profile="quick", by_platform=True)
+    now = timezone.now()
+    due = now + timedelta(days=settings.CERT_RENEW_DAYS_BEFORE - 1)
+
+    def cert(node: Any, profile: str, run: Any = None) -> Certificate:
+        return Certificate.objects.create(node=node.node, profile=profile, tier="gold", document={},
+                                          signature="", issued_at=now - timedelta(days=27),
+                                          expires_at=due, run=run)
+
+    # Ordered as the sweep meets them: a single-node one, the multi-node one, one that cannot
+    # be renewed (a profile no longer published), then two more single-node ones.
+    cert(c, "single-node-training")
+    cert(a, "multi-node-training", run=pair.runs.get(node=a.node))
+    cert(d, "no-such-profile")
+    cert(b, "single-node-training")
+    cert(d, "single-node-training")
+
+    assert certification.renew_due(lambda node: provider_owner.user) == 4
+    requests = CertificationRequest.objects.filter(status="running")
+    assert sorted((r.node.name, r.profile.name) for r in requests) == [
+        ("hz-0", "multi-node-training"), ("hz-1", "single-node-training"),
+        ("hz-2", "single-node-training"), ("hz-3", "single-node-training")]
+    multi = requests.get(profile__name="multi-node-training")
+    assert sorted(multi.job.runs.values_list("node__name", flat=True)) == ["hz-0", "hz-1"]
