@@ -95,9 +95,11 @@ clean:
 bench-accuracy: setup
 	$(PY) -m perf.accuracy
 
-# The platform against bare Celery and a minimal Django app, in one run (figures, not tests).
+# The platform against bare Celery and a minimal Django app, in one run (figures, not tests);
+# then the reference agent over a log of a million records against reading it whole.
 bench: setup services
 	$(PY) -m perf.run
+	$(PY) -m perf.reference_log
 
 # Every GPU path of the suite on this host (NVML, matmul, memory, PCIe copies, NCCL, DDP), each
 # figure beside its GPU model's published one, in under five minutes; without a GPU it says so.

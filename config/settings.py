@@ -97,6 +97,10 @@ REFERENCE_MAX_HOLD_SECONDS = int(env("REFERENCE_MAX_HOLD_SECONDS", "600") or 600
 # this long at most; an agent silent for longer than the second figure is down, not waited for.
 REFERENCE_RECORDS_WAIT_S = envfloat("REFERENCE_RECORDS_WAIT_S", 5.0)
 REFERENCE_AGENT_SILENT_S = envfloat("REFERENCE_AGENT_SILENT_S", 30.0)
+# A reference's records are read only while the run that presents them is judged, so the
+# sweeper deletes them after this long: far longer than any run (the full suite at its
+# largest parameters is under 3 hours), and the table stays a few days of tests in size.
+REFERENCE_RECORDS_KEEP_HOURS = envfloat("REFERENCE_RECORDS_KEEP_HOURS", 48.0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

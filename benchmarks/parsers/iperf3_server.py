@@ -38,12 +38,12 @@ class ServerReport:
         return self.sent_bps if self.reverse else self.received_bps
 
 
-def json_objects(text: str, limit: int | None = None) -> tuple[list[Any], int]:
-    """Every complete JSON value in ``text`` (the first ``limit``), and where the unread
-    rest begins."""
+def json_objects(text: str, limit: int | None = None, start: int = 0) -> tuple[list[Any], int]:
+    """Every complete JSON value in ``text`` from ``start`` (the first ``limit``), and where
+    the unread rest begins."""
     decoder = json.JSONDecoder()
     objects: list[Any] = []
-    i = done = 0
+    i = done = start
     while i < len(text) and (limit is None or len(objects) < limit):
         while i < len(text) and text[i].isspace():
             i += 1
@@ -57,6 +57,56 @@ def json_objects(text: str, limit: int | None = None) -> tuple[list[Any], int]:
         objects.append(obj)
         done = i
     return objects, done
+
+
+# Where a record of a reference's log begins: iperf3 -J writes each report from a "{" at
+# the start of a line and indents everything inside it; the echo server writes one record
+# a line. Inside a JSON string a newline is always escaped, so no value holds this.
+RECORD_START = "\n{"
+
+
+@dataclass(frozen=True)
+class LogRead:
+    objects: list[Any]
+    done: int  # where the unread rest begins (characters of ``text``)
+    skipped: int  # characters skipped as not a record
+
+
+def log_records(text: str, limit: int) -> LogRead:
+    """The first ``limit`` complete JSON values of a reference's log, skipping what is not
+    one: text that does not parse and has a record after it is passed over to that record,
+    so one malformed report (a crafted cookie, a torn write) never stops the reading. Text
+    that does not parse with nothing after it is a record still being written: it waits."""
+    objects: list[Any] = []
+    done = skipped = 0
+    while len(objects) < limit:
+        found, done = json_objects(text, limit - len(objects), done)
+        objects += found
+        if len(objects) >= limit or not text[done:].strip():
+            break
+        following = text.find(RECORD_START, done + 1)
+        if following < 0:
+            break
+        skipped += following + 1 - done
+        done = following + 1
+    return LogRead(objects, done, skipped)
+
+
+def storable(value: Any) -> Any:
+    """``value`` with every string as UTF-8 and a database's text can hold: iperf3 copies a
+    client's cookie raw into its log, so a log can hold any byte (here as surrogates, from
+    a surrogateescape decode) and NULs, which PostgreSQL refuses in text and JSONB."""
+    if isinstance(value, str):
+        try:  # the raw bytes back, each invalid one then one U+FFFD
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a surrogate from a JSON escape ("\\ud800")
+            raw = value.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace").replace("\x00", "")
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(str(k)): storable(v) for k, v in value.items()}
+    return value
 
 
 def server_report(obj: Any) -> ServerReport | None:

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 
-from benchmarks.parsers.iperf3_server import ServerReport, server_report
+from benchmarks.parsers.iperf3_server import ServerReport, server_report, storable
 from config.errors import Invalid
 from fleet.models import ReferenceEndpoint
 from jobs.models import ReferenceRecord
@@ -80,7 +80,9 @@ def ingest(endpoint: ReferenceEndpoint, iperf3: list[Any], echo: list[Any],
     for kind, objects, parse in ((ReferenceRecord.IPERF3, iperf3, server_report),
                                  (ReferenceRecord.ECHO, echo, echo_record)):
         for obj in objects:
-            record = parse(obj)
+            # The agent sends storable text; a reference's key alone must not be able to
+            # make an insert fail and stop every later record of that reference.
+            record = parse(storable(obj))
             if record is None:
                 skipped += 1
                 continue
@@ -95,6 +97,28 @@ def ingest(endpoint: ReferenceEndpoint, iperf3: list[Any], echo: list[Any],
     ReferenceEndpoint.objects.filter(pk=server).update(
         records_through=Greatest(Coalesce(F("records_through"), Value(through)), Value(through)))
     return Ingested(stored=len(rows), skipped=skipped, through=through)
+
+
+PRUNE_BATCH = 10_000
+
+
+def prune(now: float) -> int:
+    """Delete the records older than REFERENCE_RECORDS_KEEP_HOURS, at most PRUNE_BATCH per
+    server and kind a call (the sweeper calls it every pass), by the (endpoint, kind,
+    started) index. Returns how many went."""
+    before = now - settings.REFERENCE_RECORDS_KEEP_HOURS * 3600
+    deleted = 0
+    servers = ReferenceEndpoint.objects.values_list("pk", flat=True)  # a few rows
+    for endpoint_id in servers:
+        for kind in (ReferenceRecord.IPERF3, ReferenceRecord.ECHO):
+            deleted += _prune(endpoint_id, kind, before)
+    return deleted
+
+
+def _prune(endpoint_id: int, kind: str, before: float) -> int:
+    old = (ReferenceRecord.objects.filter(endpoint_id=endpoint_id, kind=kind, started__lt=before)
+           .order_by("started").values_list("pk", flat=True)[:PRUNE_BATCH])
+    return ReferenceRecord.objects.filter(pk__in=list(old)).delete()[0]
 
 
 def iperf3_tests(endpoint: ReferenceEndpoint, cookie: str) -> list[ServerReport]:

@@ -15,7 +15,7 @@ from config import isolated
 from fleet.models import Node
 from fleet.services import broker, revocation
 from jobs.models import Attempt, Run
-from jobs.services import lifecycle, multi_node
+from jobs.services import lifecycle, multi_node, reference_records
 from jobs.services.dispatch import publish_run
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class SweepReport:
     suspended: int = 0
     seen: int = 0  # nodes whose liveness key was set since the last pass
     trials_ended: int = 0  # buyers' trial agents revoked at their trial's end
+    records_pruned: int = 0  # reference records past REFERENCE_RECORDS_KEEP_HOURS
     brokers_down: list[str] = field(default_factory=list)
 
 
@@ -61,6 +62,8 @@ def sweep() -> SweepReport:
     report.timed_out = isolated.step(lambda: fail_unstarted(now), "sweep: unstarted runs")
     report.stuck = isolated.step(lambda: forget_stuck_dispatches(now), "sweep: stuck dispatches")
     report.republished = isolated.step(lambda: republish(up, now), "sweep: republishing")
+    report.records_pruned = isolated.step(lambda: reference_records.prune(now.timestamp()),
+                                          "sweep: old reference records")
     if report.expired or report.given_up or report.republished or report.timed_out \
             or report.stuck or report.suspended or report.trials_ended or report.brokers_down:
         log.info("sweep: %s", report)
