@@ -123,6 +123,16 @@ class InvalidParams(ValueError):
         self.errors = errors
 
 
+# One iperf3 test's turn at a reference: its length, its omitted start, and the time its
+# connection and busy retries take. The probe asks for this much; the platform grants no
+# more, and a run that holds a turn longer while others wait must let go.
+TURN_SLACK_S = 20.0
+
+
+def turn_seconds(params: dict[str, float]) -> float:
+    return float(params["iperf3_duration"]) + float(params["iperf3_omit"]) + TURN_SLACK_S
+
+
 def resolve_params(overrides: dict[str, Any], profile: str = "default") -> dict[str, float]:
     """The profile's defaults with the request's overrides applied; raises InvalidParams."""
     errors: dict[str, str] = {}

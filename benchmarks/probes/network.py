@@ -20,6 +20,7 @@ from benchmarks.probes.base import MESH_PREFIX, Peer, Probe, ProbeError
 from benchmarks.sample import Sample, repeat_until_stable, summarise
 from contract import metrics
 from contract.schedule import link_rounds
+from contract.suites import turn_seconds
 
 GBIT = 1e9
 # iperf3 -s serves one test at a time; another node may be using the reference endpoint,
@@ -155,7 +156,7 @@ class NetworkProbe(Probe):
 
     def test_seconds(self) -> float:
         """How long one iperf3 test may hold a reference's turn: with its busy retries."""
-        return self.param("iperf3_duration") + self.param("iperf3_omit") + 20
+        return turn_seconds({name: self.param(name) for name in ("iperf3_duration", "iperf3_omit")})
 
     def iperf3(self, peer: Peer, reverse: bool, streams: int = 1) -> Iperf3Result:
         duration = int(self.param("iperf3_duration"))

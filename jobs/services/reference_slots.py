@@ -21,8 +21,9 @@ from django.db import connection
 from django.utils import timezone
 
 from config.errors import Conflict, Invalid, TooMany
+from contract.suites import resolve_params, turn_seconds
 from fleet.models import Node
-from jobs.models import ReferenceQueue, ReferenceSlot, ReferenceTurn, Run
+from jobs.models import BenchmarkJob, ReferenceQueue, ReferenceSlot, ReferenceTurn, Run
 from jobs.services import evidence
 
 MAX_SECONDS = 300  # one ask holds the slot at most this long; a longer test asks again
@@ -56,12 +57,18 @@ def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: flo
     """The slot of the node's reference ``peer`` for ``seconds``, or how long to wait.
 
     Waiting runs are served in the order they first asked (a host that asks faster does
-    not jump the queue); a run that has held the slot for REFERENCE_MAX_HOLD_SECONDS while
+    not jump the queue); a turn lasts the run's test at most (contract.suites.turn_seconds),
+    and a run that has held the slot longer than that (or REFERENCE_MAX_HOLD_SECONDS) while
     others wait must let go (429), so no host can keep a region's reference to itself.
     """
     endpoint = _endpoint(node, run_id, attempt_id, peer)
     now = timezone.now()
-    until = now + timedelta(seconds=max(1.0, min(float(seconds), MAX_SECONDS)))
+    # No longer than the test the run was asked for: a host asking for 300 s to keep its
+    # neighbours off the reference gets its test's length.
+    job = BenchmarkJob.objects.only("params", "profile").get(runs=run_id)
+    test_s = turn_seconds(resolve_params(job.params, job.profile))
+    until = now + timedelta(seconds=max(1.0, min(float(seconds), MAX_SECONDS, test_s)))
+    longest = min(settings.REFERENCE_MAX_HOLD_SECONDS, test_s)
     held = ReferenceSlot.objects.filter(endpoint_id=endpoint).first()
     mine = held is not None and held.run_id == run_id and held.expires_at >= now
     if not mine:
@@ -72,10 +79,10 @@ def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: flo
         if _first_in_line(endpoint, now) != run_id:
             return _wait(held, now)
     elif held is not None and _first_in_line(endpoint, now, excluding=run_id) is not None and (
-            now - held.taken_at).total_seconds() > settings.REFERENCE_MAX_HOLD_SECONDS:
-        raise TooMany(f"this run has held {peer} for more than "
-                      f"{settings.REFERENCE_MAX_HOLD_SECONDS} s while other nodes wait; "
-                      "give it back and ask again")
+            now - held.taken_at).total_seconds() > longest:
+        raise TooMany(f"this run has held {peer} for more than {longest:g} s (its test, or "
+                      "REFERENCE_MAX_HOLD_SECONDS) while other nodes wait; give it back and "
+                      "ask again")
     with connection.cursor() as cursor:
         cursor.execute(_TAKE_SQL, {"endpoint": endpoint, "run": run_id, "until": until, "now": now})
         won = cursor.fetchone()
