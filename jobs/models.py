@@ -73,6 +73,10 @@ class Run(models.Model):
         ordering = ["id"]
         indexes = [models.Index(fields=["status", "lease_expires_at"]),
                    models.Index(fields=["node", "status"])]
+        # A host runs one probe at a time. A host that claimed all its queued runs by hand
+        # held a place in every reference's queue with each, about a day ahead of everyone.
+        constraints = [models.UniqueConstraint(fields=["node"], condition=models.Q(status="running"),
+                                               name="one_running_run_per_node")]
 
 
 class Attempt(models.Model):

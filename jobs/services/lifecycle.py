@@ -101,6 +101,8 @@ WITH claimed AS (
            progress = '{}'::jsonb
     WHERE id = %(run)s AND node_id = %(node)s AND status = 'queued'
           AND current_attempt IS NULL AND attempts < %(max_attempts)s
+          AND NOT EXISTS (SELECT 1 FROM jobs_run o WHERE o.node_id = %(node)s
+                          AND o.status = 'running')
     RETURNING id, job_id, attempts, queued_at, started_at
 ), attempt AS (
     INSERT INTO jobs_attempt (id, run_id, number, claimed_at, outcome)
@@ -134,39 +136,60 @@ def _claim_queued(node: Node, run_id: int, now: Any) -> Claim | None:
 
 
 def claim(node: Node, run_id: int) -> Claim:
+    """The node's run, now running under a new attempt. A node runs one run at a time (the
+    one_running_run_per_node constraint decides two claims at once)."""
     now = timezone.now()
-    fast = _claim_queued(node, run_id, now)
-    if fast is not None:
-        _log_claim(fast, node)
-        return fast
-    with transaction.atomic():
-        run = _node_run(node, run_id)
-        lease_over = run.lease_expires_at is not None and run.lease_expires_at <= now
-        if run.status == Run.Status.RUNNING and not lease_over:
-            assert run.lease_expires_at is not None
-            # A live attempt holds it (or a dead one whose lease has not run out yet).
-            raise Conflict(f"run {run_id} is leased by another attempt", code="leased",
-                           retry_after=(run.lease_expires_at - now).total_seconds())
-        if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
-            raise Conflict(f"run {run_id} is {run.status} and cannot be claimed", code=run.status)
-        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
-            _finish(run, Run.Status.FAILED,
-                    f"gave up after {run.attempts} attempts (leases expired)", now)
-            raise Conflict(f"run {run_id} failed after {run.attempts} attempts")
-        if run.current_attempt is not None:
-            Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
-                finished_at=now, outcome="expired")
-        attempt = Attempt.objects.create(run=run, number=run.attempts + 1)
-        run.status = Run.Status.RUNNING
-        run.attempts += 1
-        run.current_attempt = attempt.id
-        run.lease_expires_at = _lease_end()
-        run.started_at = run.started_at or now
-        run.progress = {}
-        run.save()
-    claimed = Claim(run=run, attempt=attempt)
-    _log_claim(claimed, node)
-    return claimed
+    try:
+        with transaction.atomic():
+            fast = _claim_queued(node, run_id, now)
+            if fast is None:
+                fast = _claim_slow(node, run_id, now)
+    except IntegrityError:
+        raise _node_busy(node, run_id, now) from None
+    _log_claim(fast, node)
+    return fast
+
+
+def _node_busy(node: Node, run_id: int, now: Any) -> Conflict:
+    other = (Run.objects.filter(node=node, status=Run.Status.RUNNING).exclude(pk=run_id)
+             .values_list("pk", "lease_expires_at").first())
+    other_id, lease = other if other is not None else (None, None)
+    # A dead attempt's run is queued again by the sweeper once its lease runs out.
+    wait = ((lease - now).total_seconds() if lease is not None and lease > now else 0.0) \
+        + settings.SWEEP_INTERVAL_SECONDS
+    return Conflict(f"this node is running run {other_id}: a node runs one run at a time; "
+                    "claim this one when that one has finished", code="node_busy",
+                    retry_after=wait)
+
+
+def _claim_slow(node: Node, run_id: int, now: Any) -> Claim:
+    run = _node_run(node, run_id)
+    lease_over = run.lease_expires_at is not None and run.lease_expires_at <= now
+    if run.status == Run.Status.RUNNING and not lease_over:
+        assert run.lease_expires_at is not None
+        # A live attempt holds it (or a dead one whose lease has not run out yet).
+        raise Conflict(f"run {run_id} is leased by another attempt", code="leased",
+                       retry_after=(run.lease_expires_at - now).total_seconds())
+    if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+        raise Conflict(f"run {run_id} is {run.status} and cannot be claimed", code=run.status)
+    if Run.objects.filter(node=node, status=Run.Status.RUNNING).exclude(pk=run.pk).exists():
+        raise _node_busy(node, run_id, now)
+    if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+        _finish(run, Run.Status.FAILED,
+                f"gave up after {run.attempts} attempts (leases expired)", now)
+        raise Conflict(f"run {run_id} failed after {run.attempts} attempts")
+    if run.current_attempt is not None:
+        Attempt.objects.filter(pk=run.current_attempt, finished_at__isnull=True).update(
+            finished_at=now, outcome="expired")
+    attempt = Attempt.objects.create(run=run, number=run.attempts + 1)
+    run.status = Run.Status.RUNNING
+    run.attempts += 1
+    run.current_attempt = attempt.id
+    run.lease_expires_at = _lease_end()
+    run.started_at = run.started_at or now
+    run.progress = {}
+    run.save()
+    return Claim(run=run, attempt=attempt)
 
 
 def _log_claim(claimed: Claim, node: Node) -> None:

@@ -191,7 +191,9 @@ def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
     """Claim the run, waiting out a dead attempt's lease; None when it is not ours to run.
 
     A message can come back (Redis restores unacked ones) while the lease of the attempt
-    that died still runs; waiting for it here is cheaper than leaving it to the sweeper.
+    that died still runs, and that attempt's run keeps the node busy (one run at a time)
+    until the sweeper queues it again; waiting for either here is cheaper than leaving the
+    message to the sweeper.
     """
     deadline = time.monotonic() + max_wait
     while True:
@@ -202,7 +204,8 @@ def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
                 raise
             retry_after = exc.body.get("retry_after")
             left = deadline - time.monotonic()
-            if exc.body.get("code") != "leased" or retry_after is None or left <= 0:
+            if exc.body.get("code") not in ("leased", "node_busy") or retry_after is None \
+                    or left <= 0:
                 log.info("run %s not claimed: %s", run_id, exc.message)
                 return None
             time.sleep(min(float(retry_after) + 0.2, left))
