@@ -12,6 +12,9 @@ from contract.suites import SUITES
 
 MAX_SAMPLES = 2000
 MAX_METADATA_BYTES = 16_384
+# The all-reduce curve the estimate reads: the probe measures powers of two from 1 MiB up to
+# allreduce_max_mib (at most 4096: 13 sizes). More is not a measurement of this platform's.
+MAX_CURVE_POINTS = 32
 SPREAD_FIELDS = ("p5", "p95", "min", "max")
 
 
@@ -43,6 +46,9 @@ def sample_errors(sample: dict[str, Any]) -> dict[str, str]:
         errors["metadata"] = "must be an object"
     elif len(json.dumps(metadata)) > MAX_METADATA_BYTES:
         errors["metadata"] = f"larger than {MAX_METADATA_BYTES} bytes"
+    elif isinstance(curve := metadata.get("curve"), list) and len(curve) > MAX_CURVE_POINTS:
+        errors["metadata"] = (f"a curve of {len(curve)} points; the probe measures at most "
+                              f"{MAX_CURVE_POINTS}")
     return errors
 
 
