@@ -25,18 +25,15 @@ reference without an agent, or one that did not hand it in) leaves it ``host-rep
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from dataclasses import dataclass, field
 from typing import Any
-
-from django.conf import settings
 
 from benchmarks.sample import summarise
 from contract import metrics
 from fleet.models import ReferenceEndpoint
 from jobs.models import Sample
 from jobs.services import reference_records
+from jobs.services.echo_tokens import echo_token
 
 # A record more than this far from the host's figure means one of them is lying about the
 # test; the reference is the one the platform runs. TCP RTT is one-sided: each end's timer
@@ -52,12 +49,6 @@ MAX_COOKIES = 64
 REVERSE_METRIC = "network.tcp_throughput_reverse"
 PARALLEL_METRIC = "network.tcp_throughput_parallel"
 RTT_METRIC = "network.tcp_rtt"
-
-
-def echo_token(attempt_id: Any) -> str:
-    """The run's token for reference echo servers: bound to the attempt, unguessable."""
-    return hmac.new(settings.SECRET_KEY.encode(), f"echo-token:{attempt_id}".encode(),
-                    hashlib.sha256).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from benchmarks.parsers.iperf3_server import ServerReport, server_report, storab
 from config.errors import Invalid
 from fleet.models import ReferenceEndpoint
 from jobs.models import ReferenceRecord
+from jobs.services.echo_tokens import is_echo_token
 
 MAX_RECORDS_PER_POST = 500
 POLL_S = 0.1
@@ -83,7 +84,8 @@ def ingest(endpoint: ReferenceEndpoint, iperf3: list[Any], echo: list[Any],
             # The agent sends storable text; a reference's key alone must not be able to
             # make an insert fail and stop every later record of that reference.
             record = parse(storable(obj))
-            if record is None:
+            if record is None or (isinstance(record, EchoRecord)
+                                  and not is_echo_token(record.token)):
                 skipped += 1
                 continue
             key = record.cookie if isinstance(record, ServerReport) else record.token

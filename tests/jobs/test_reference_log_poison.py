@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from benchmarks.parsers.iperf3_server import server_report, storable
 from fleet.models import ReferenceEndpoint, Region
 from jobs.models import ReferenceRecord
 from jobs.services import reference_records
+from jobs.services.echo_tokens import echo_token
 from workers.host.reference_agent import LogTail
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "iperf3"
@@ -126,16 +128,23 @@ def test_any_bytes_become_text_a_database_stores(raw: bytes) -> None:
 
 
 @pytest.mark.django_db
-def test_records_with_any_bytes_are_stored_and_old_ones_pruned() -> None:
+def test_records_with_any_bytes_are_stored_made_up_tokens_are_not_and_old_ones_pruned() -> None:
     region = Region.objects.create(code="hangzhou", province="Zhejiang", city="Hangzhou")
     ref = ReferenceEndpoint.objects.create(region=region, name="ref1", host="10.0.0.1")
     now = time.time()
-    # What a reference key alone could post: NULs and lone surrogates in a token. PostgreSQL
-    # refuses both in text; before, the insert failed and so did every later batch.
-    posted = [{"token": "t\x00\udcff", "client": "10.0.0.5", "started": now - 60, "round_trips": 1},
-              {"token": "old", "client": "10.0.0.5", "started": now - 3 * 86400, "round_trips": 1}]
+    mine, old = echo_token(uuid.uuid4()), echo_token(uuid.uuid4())
+
+    def record(token: str, started: float, client: str = "10.0.0.5") -> dict[str, object]:
+        return {"token": token, "client": client, "started": started, "round_trips": 1}
+
+    # What a reference key alone could post: NULs and lone surrogates. PostgreSQL refuses
+    # both in text; before, the insert failed and so did every later batch of the reference.
+    # And outsiders' connections under made-up tokens: no run asks for them, none is kept.
+    posted = [record(mine, now - 60, client="10.0.0.5\x00\udcff"), record(old, now - 3 * 86400),
+              record("f" * 32, now - 30), record(mine[:16] + "0" * 16, now - 30)]
     stored = reference_records.ingest(ref, [], posted, now)
-    assert stored.stored == 2
-    assert set(ReferenceRecord.objects.values_list("key", flat=True)) == {"t\ufffd", "old"}
+    assert (stored.stored, stored.skipped) == (2, 2)
+    assert set(ReferenceRecord.objects.values_list("key", "client")) == {
+        (mine, "10.0.0.5\ufffd"), (old, "10.0.0.5")}
     assert reference_records.prune(now) == 1  # older than REFERENCE_RECORDS_KEEP_HOURS (48)
-    assert list(ReferenceRecord.objects.values_list("key", flat=True)) == ["t\ufffd"]
+    assert list(ReferenceRecord.objects.values_list("key", flat=True)) == [mine]

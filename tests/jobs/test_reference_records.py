@@ -12,6 +12,7 @@ import pytest
 from fleet.models import ReferenceEndpoint, Region
 from jobs.models import ReferenceRecord
 from jobs.services import reference_records
+from jobs.services.echo_tokens import echo_token
 from jobs.services.reference_records import echo_record, server_report
 from workers.host.reference_agent import LogTail
 
@@ -79,7 +80,8 @@ def test_records_are_stored_once_per_test_and_found_by_cookie_token_and_time() -
         report = json.loads(recorded("forward"))
         report["start"]["cookie"], report["start"]["timestamp"]["timesecs"] = f"c{i}", started
         reports.append(report)
-    echo = [{"token": "t1", "client": "10.0.0.5", "started": 150.0, "round_trips": 2,
+    token = echo_token("attempt-1")  # one the platform issued: made-up ones are not kept
+    echo = [{"token": token, "client": "10.0.0.5", "started": 150.0, "round_trips": 2,
              "rtts_ms": [1.0, 1.1], "median_ms": 1.05, "paced_by": "reference"}]
     error_report = {"start": {}, "error": "the client has unexpectedly closed the connection"}
     first = reference_records.ingest(ref, reports + [error_report], echo, time.time() + 3600)
@@ -91,7 +93,7 @@ def test_records_are_stored_once_per_test_and_found_by_cookie_token_and_time() -
     assert ref.records_through == first.through > again.through  # never moves back
     assert [r.cookie for r in reference_records.iperf3_since(ref, 200)] == ["c1", "c2"]
     assert [r.started for r in reference_records.iperf3_tests(ref, "c0")] == [100.0]
-    assert reference_records.echo_runs(ref, "t1")[0].rtts_ms == (1.0, 1.1)
+    assert reference_records.echo_runs(ref, token)[0].rtts_ms == (1.0, 1.1)
     # An endpoint on the same server (a node's relayed path) reads the server's records.
     relay = ReferenceEndpoint.objects.create(region=region, name="ref1-far", host="10.0.0.1")
     assert [r.cookie for r in reference_records.iperf3_tests(relay, "c2")] == ["c2"]

@@ -11,6 +11,10 @@ Reference endpoints run one beside `iperf3 -s`. Two modes, chosen by the first l
   ``--log FILE``, keeps its own record: token, the client's address as the server saw it,
   start time and the round trips. The platform stores the figure from that record.
 - Anything else: every byte is echoed back at once (the lab's relay tests).
+
+A reference is public: it holds at most MAX_PER_ADDRESS connections from one address and
+MAX_CONNECTIONS in all (one more is closed at once), and closes a connection that sends
+nothing for IDLE_S, so nobody holds it open for the nodes' tests to find it full.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ MAX_ROUND_TRIPS = 1000  # ping_count is at most 1000
 DEFAULT_ROUND_TRIPS = 20  # a client that names no count
 NONCE_BYTES = 8  # sent as 16 hex digits and a newline
 ANSWER_TIMEOUT_S = 5.0  # a round trip longer than this ends the measurement
+# Eight nodes behind one address (a NAT) measure at once; one client needs one connection.
+MAX_PER_ADDRESS = 8
+MAX_CONNECTIONS = 512
+IDLE_S = 10.0
 
 
 async def _read_line(reader: asyncio.StreamReader, data: bytes) -> bytes:
@@ -55,32 +63,51 @@ def parse_token_line(line: bytes) -> tuple[str, int]:
 
 
 class EchoServer:
-    def __init__(self, log_path: str | None = None) -> None:
+    def __init__(self, log_path: str | None = None, per_address: int = MAX_PER_ADDRESS,
+                 connections: int = MAX_CONNECTIONS, idle_s: float = IDLE_S) -> None:
         self.log_path = Path(log_path) if log_path else None
+        self.per_address, self.connections, self.idle_s = per_address, connections, idle_s
+        self.open: dict[str, int] = {}  # connections held now, by client address
+        self.refused = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername") or ("", 0)
+        address = str(peer[0])
+        if self.open.get(address, 0) >= self.per_address \
+                or sum(self.open.values()) >= self.connections:
+            self.refused += 1
+            writer.close()
+            return
+        self.open[address] = self.open.get(address, 0) + 1
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        peer = writer.get_extra_info("peername") or ("", 0)
         try:
-            data = await reader.read(65536)
+            data = await self.read(reader)
             if data and data.startswith(TOKEN_PREFIX[:len(data)]):
-                token, count = parse_token_line(await _read_line(reader, data))
-                await self.measure(reader, writer, token, count, str(peer[0]))
+                line = await asyncio.wait_for(_read_line(reader, data), self.idle_s)
+                token, count = parse_token_line(line)
+                await self.measure(reader, writer, token, count, address)
             else:
                 await self.echo(reader, writer, data)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self.open[address] -= 1
+            if not self.open[address]:
+                del self.open[address]
             writer.close()
+
+    async def read(self, reader: asyncio.StreamReader) -> bytes:
+        """What the client sent next; a client silent for idle_s is closed (TimeoutError)."""
+        return await asyncio.wait_for(reader.read(65536), self.idle_s)
 
     async def echo(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                    data: bytes) -> None:
         while data:
             writer.write(data)
             await writer.drain()
-            data = await reader.read(65536)
+            data = await self.read(reader)
 
     async def measure(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       token: str, count: int, client: str) -> None:
@@ -113,11 +140,12 @@ class EchoServer:
             log.write(json.dumps(entry) + "\n")
 
 
-async def serve(host: str, port: int, log_path: str | None = None) -> None:
-    server = await asyncio.start_server(EchoServer(log_path).handle, host, port,
-                                        reuse_address=True)
-    async with server:
-        await server.serve_forever()
+async def serve(host: str, port: int, log_path: str | None = None,
+                server: EchoServer | None = None) -> None:
+    handler = (server or EchoServer(log_path)).handle
+    listening = await asyncio.start_server(handler, host, port, reuse_address=True)
+    async with listening:
+        await listening.serve_forever()
 
 
 def run(host: str, port: int, log_path: str | None = None) -> None:
