@@ -345,12 +345,12 @@ def metric_rows(latest: QuerySet[LatestResult]) -> list[dict[str, Any]]:
             for r in latest if r.metric in metrics.METRICS and not r.metric.startswith("noop.")]
 
 
-def histories(node: Node) -> list[dict[str, Any]]:
+def histories(node: Node, viewer: Any = None) -> list[dict[str, Any]]:
     out = []
     for name in HISTORY_METRICS:
         # In the site's time zone, as the tables show dates.
         points = [(timezone.localtime(p["measured_at"]), p["value"])
-                  for p in history(node, name) if p["measured_at"]]
+                  for p in history(node, name, viewer=viewer) if p["measured_at"]]
         if points:
             out.append({"metric": name, "label": words.label(name), "svg": charts.line_chart(
                 points, unit_of(name), words.label(name), _("date measured"))})

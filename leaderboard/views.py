@@ -138,7 +138,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     latest = LatestResult.objects.filter(node=node, profile=profile,
                                          evidence=LatestResult.ANY).order_by("metric")
     certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
-    near = links.neighbourhood(node.pk)
+    near = links.neighbourhood(node.pk, request.user)
     stable = stability_page.node_section(node)
     findings = diagnosis.diagnose(values) + stability_page.findings(stable)
     # Scored as the board scores it; unweighted (the default), its row reads "not measured"
@@ -146,7 +146,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     measured = stability_board.scored(measured, stable["figures"])
     return render(request, "leaderboard/node.html", {
         "node": node, "profile": profile, "latest": page.metric_rows(latest),
-        "histories": page.histories(node), "score": score.score(measured),
+        "histories": page.histories(node, request.user), "score": score.score(measured),
         "score_parts": page.score_parts(measured), "findings": findings, "stability": stable,
         "certificate": certificate, "inventory": page.inventory(node.inventory),
         "link_chart": page.link_chart(near), "link_findings": clusters.link_findings(near),

@@ -152,7 +152,7 @@ class NodeHistoryView(LeaderboardBase):
             return error("page_size must be a whole number", 400, {"page_size": raw_size[:32]})
         size = max(1, min(int(raw_size), HISTORY_MAX_PAGE))
         after = history_cursor(request.query_params.get("cursor", ""))
-        points = history(node, metric, after, size + 1)
+        points = history(node, metric, after, size + 1, viewer=request.user)
         next_url = None
         if len(points) > size:
             points = points[:size]

@@ -32,6 +32,7 @@ from contract import metrics
 from contract.suites import SUITES
 from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample
+from jobs.services import visibility
 
 LINK_AGREEMENT = 0.05
 
@@ -157,13 +158,14 @@ def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
 
 def links_of(job_id: int, node_ids: list[int]) -> list[LinkResult]:
     """A cluster's links: those its own job measured, else (a training-only job) the latest
-    measured between its nodes in any job."""
+    measured between its nodes in a ranked job or another of the same owner's: never
+    another buyer's unranked job (what they tested, and how it went, is theirs)."""
     own = list(LinkResult.objects.filter(job_id=job_id).select_related("source", "target"))
     if own:
         return own
-    return latest_per_pair(LinkResult.objects.filter(source_id__in=node_ids,
-                                                     target_id__in=node_ids)
-                           .select_related("source", "target"))
+    owner = BenchmarkJob.objects.filter(pk=job_id).values_list("owner", flat=True).first()
+    between = LinkResult.objects.filter(source_id__in=node_ids, target_id__in=node_ids)
+    return latest_per_pair(visibility.visible(between, owner).select_related("source", "target"))
 
 
 def latest_per_pair(rows: QuerySet[LinkResult], limit: int = 20_000) -> list[LinkResult]:

@@ -16,6 +16,7 @@ from django.db.models import F, Q, QuerySet
 from config.errors import Invalid
 from fleet.models import Node
 from jobs.models import LinkResult
+from jobs.services import visibility
 from jobs.services.multi_node import latest_per_pair
 
 MAX_MATRIX_NODES = 64
@@ -55,9 +56,9 @@ def latest_links(selection: Selection, ranked_only: bool = True) -> list[LinkRes
     rows: QuerySet[LinkResult] = LinkResult.objects.select_related(
         "source__region", "source__provider", "target__region", "target__provider")
     if selection.job is not None:
-        rows = rows.filter(job_id=selection.job)
+        rows = rows.filter(job_id=selection.job)  # its owner's (the view checks whose)
     elif ranked_only:
-        rows = rows.filter(ranked=True)
+        rows = visibility.visible(rows)
     if selection.provider:
         rows = rows.filter(source__provider__name__iexact=selection.provider,
                            target__provider__name__iexact=selection.provider)
@@ -70,13 +71,15 @@ def latest_links(selection: Selection, ranked_only: bool = True) -> list[LinkRes
     return by_names(latest_per_pair(rows, MAX_MATRIX_NODES ** 2 * 4))
 
 
-def neighbourhood(node_id: int, jobs: int = 5) -> list[LinkResult]:
+def neighbourhood(node_id: int, viewer: Any = None, jobs: int = 5) -> list[LinkResult]:
     """The latest links of the last few jobs the node was measured in, its peers' links
-    among themselves too: what tells a slow node from a slow peer."""
-    job_ids = list(LinkResult.objects.filter(Q(source_id=node_id) | Q(target_id=node_id))
+    among themselves too: what tells a slow node from a slow peer. Of ranked jobs and the
+    viewer's own only: which nodes another buyer tested together is theirs."""
+    visible = visibility.visible(LinkResult.objects.all(), viewer)
+    job_ids = list(visible.filter(Q(source_id=node_id) | Q(target_id=node_id))
                    .order_by("-measured_at").values_list("job_id", flat=True).distinct()[:jobs * 16])
     return by_names(latest_per_pair(
-        LinkResult.objects.filter(job_id__in=list(dict.fromkeys(job_ids))[:jobs])
+        visible.filter(job_id__in=list(dict.fromkeys(job_ids))[:jobs])
         .select_related("source", "target")))
 
 
@@ -87,7 +90,7 @@ def by_names(links: list[LinkResult]) -> list[LinkResult]:
 def history(source_id: int, target_id: int, limit: int = 500) -> list[LinkResult]:
     """Every ranked test of one direction of one link, oldest first: links keep history as
     nodes do."""
-    rows = (LinkResult.objects.filter(source_id=source_id, target_id=target_id, ranked=True)
+    rows = (visibility.visible(LinkResult.objects.filter(source_id=source_id, target_id=target_id))
             .select_related("source", "target").order_by("-measured_at", "-id")[:limit])
     return list(reversed(rows))
 
@@ -125,7 +128,7 @@ class RegionPath:
 
 def region_paths() -> list[RegionPath]:
     """Median RTT and throughput of the latest links between nodes of two different cities."""
-    rows = (LinkResult.objects.filter(ranked=True).exclude(source__region=F("target__region"))
+    rows = (visibility.visible(LinkResult.objects.all()).exclude(source__region=F("target__region"))
             .select_related("source__region", "target__region"))
     buckets: dict[tuple[str, str], list[LinkResult]] = defaultdict(list)
     for link in latest_per_pair(rows):

@@ -26,6 +26,7 @@ from contract import metrics
 from contract.suites import UNRANKED_LABEL
 from fleet.models import Node
 from jobs.models import Sample
+from jobs.services import visibility
 from leaderboard.models import LatestResult
 from leaderboard.services import diagnosis, score, stability, stability_board
 
@@ -276,14 +277,16 @@ HISTORY_MAX_PAGE = 2000
 
 
 def history(node: Node, metric_name: str, after: tuple[Any, int] | None = None,
-            limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+            limit: int = HISTORY_PAGE, viewer: Any = None) -> list[dict[str, Any]]:
     """Succeeded measurements of one metric on one node (its buyers' trial agents' among
-    them), oldest first, ranked or not (an unranked one says so: custom parameters, or a
-    suite that does not rank); at most ``limit`` of them, after the (finished_at, sample id)
-    of the previous page."""
+    them), oldest first: the ranked ones, and the ``viewer``'s own unranked ones (each says
+    so: custom parameters, or a suite that does not rank), never another buyer's
+    (jobs.services.visibility); at most ``limit`` of them, after the (finished_at, sample
+    id) of the previous page."""
     metric_of(metric_name)
-    samples = (Sample.objects.filter(Q(run__node=node) | Q(run__node__trial_of=node),
-                                     metric=metric_name, run__status="succeeded")
+    samples = (visibility.visible(
+        Sample.objects.filter(Q(run__node=node) | Q(run__node__trial_of=node),
+                              metric=metric_name, run__status="succeeded"), viewer, "run__")
                .select_related("run__job").order_by("run__finished_at", "id"))
     if after is not None:
         samples = samples.filter(Q(run__finished_at__gt=after[0])
