@@ -596,6 +596,13 @@ class ReferenceRecordsStoredSerializer(serializers.Serializer[Any]):
     through = serializers.FloatField()
 
 
+class ReferenceAllowlistSerializer(serializers.Serializer[Any]):
+    addresses = serializers.ListField(child=serializers.CharField(), help_text=(
+        "the active nodes' enrolled and observed addresses (IPv4 and IPv6), sorted: the only "
+        "sources the reference's servers take new connections from"))
+    generated_at = serializers.FloatField(help_text="unix time at which the list was read")
+
+
 class ReferenceSlotStateSerializer(serializers.Serializer[Any]):
     granted = serializers.BooleanField()
     wait_s = serializers.FloatField(help_text="at most this long until the holder's time runs out")

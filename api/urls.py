@@ -54,6 +54,8 @@ urlpatterns = [
     path("health", health.HealthView.as_view(), name="health"),
     path("reference/records", reference_agent.ReferenceRecordsView.as_view(),
          name="reference-records"),
+    path("reference/allowlist", reference_agent.ReferenceAllowlistView.as_view(),
+         name="reference-allowlist"),
     path("node/self", node_agent.NodeSelfView.as_view(), name="node-self"),
     path("node/heartbeat", node_agent.HeartbeatView.as_view(), name="node-heartbeat"),
     path("node/runs/<int:run_id>/claim", node_agent.ClaimView.as_view(), name="node-claim"),

@@ -1,7 +1,10 @@
-"""The endpoint a platform reference's agent calls with its reference key: its servers'
-own records of the tests they served (jobs.services.reference_records)."""
+"""The endpoints a platform reference's agent calls with its reference key: its servers'
+own records of the tests they served (jobs.services.reference_records), and the addresses
+its servers let in (fleet.services.reference_allowlist)."""
 
 from __future__ import annotations
+
+import time
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -10,8 +13,13 @@ from rest_framework.views import APIView
 
 from api.auth import ReferenceKeyAuthentication
 from api.permissions import IsReference
-from api.serializers import ReferenceRecordsSerializer, ReferenceRecordsStoredSerializer
+from api.serializers import (
+    ReferenceAllowlistSerializer,
+    ReferenceRecordsSerializer,
+    ReferenceRecordsStoredSerializer,
+)
 from fleet.models import ReferenceEndpoint
+from fleet.services import reference_allowlist
 from jobs.services import reference_records
 
 
@@ -29,3 +37,14 @@ class ReferenceRecordsView(APIView):
         stored = reference_records.ingest(request.auth, data["iperf3"], data["echo"],
                                           data["through"])
         return Response(stored.as_dict())
+
+
+class ReferenceAllowlistView(APIView):
+    authentication_classes = [ReferenceKeyAuthentication]
+    permission_classes = [IsReference]
+
+    @extend_schema(responses={200: ReferenceAllowlistSerializer})
+    def get(self, request: Request) -> Response:
+        generated_at = time.time()  # read first: every node enrolled by then is listed
+        body = {"addresses": reference_allowlist.addresses(), "generated_at": generated_at}
+        return Response(ReferenceAllowlistSerializer(body).data)
