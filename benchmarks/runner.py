@@ -93,8 +93,10 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) -> CommandResult:
-    """Run ``argv``; return its output whatever the exit status; raise on timeout."""
+def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None,
+        stdin: str | None = None) -> CommandResult:
+    """Run ``argv`` (with ``stdin`` as its input, if given); return its output whatever the
+    exit status; raise on timeout."""
     limited_by_probe = False
     if _deadline is not None:
         left = _deadline[0] - time.monotonic()
@@ -105,12 +107,13 @@ def run(argv: Sequence[str], timeout: float, env: dict[str, str] | None = None) 
     try:
         proc = subprocess.Popen(
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=None if stdin is None else subprocess.PIPE,
             start_new_session=True, env=env, preexec_fn=die_with_parent,  # noqa: PLW1509
         )
     except FileNotFoundError:
         raise CommandNotFound(argv[0]) from None
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         if limited_by_probe and _deadline is not None:
