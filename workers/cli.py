@@ -85,6 +85,21 @@ def cmd_reference_agent(args: argparse.Namespace) -> int:
     agent = ReferenceAgent(args.url, key, Path(args.iperf3_log),
                            Path(args.echo_log) if args.echo_log else None, state,
                            interval=args.interval)
+    if args.firewall_ports:
+        from benchmarks.runner import CommandNotFound, CommandTimeout
+        from workers.host.reference_firewall import parse_ports
+
+        try:
+            ports = parse_ports(args.firewall_ports)
+            agent.guard(args.url, ports, interval=args.firewall_interval)
+        except (ValueError, RuntimeError, CommandNotFound, CommandTimeout) as exc:
+            # Asked for a firewall and cannot have one: not a reference open to all.
+            print(_("reference agent: cannot close the ports {ports}: {error} (nft must be "
+                    "installed and the agent run with CAP_NET_ADMIN)").format(
+                        ports=args.firewall_ports, error=exc), file=sys.stderr)
+            return 2
+        print(_("reference agent: ports {ports} closed to all but the enrolled nodes").format(
+            ports=", ".join(map(str, ports))), flush=True)
     print(_("reference agent: handing in {logs} to {url}").format(
         logs=", ".join(filter(None, [args.iperf3_log, args.echo_log])), url=args.url), flush=True)
     agent.run(report=lambda line: print(line, flush=True))
@@ -449,6 +464,11 @@ def build_parser() -> argparse.ArgumentParser:
         "where the agent keeps how far it has handed in (default: beside the iperf3 log)"))
     agent.add_argument("--interval", type=float, default=0.5,
                        help=_("seconds between posts when nothing is new"))
+    agent.add_argument("--firewall-ports", default=None, help=_(
+        "comma-separated TCP ports (e.g. 5201,7007) to open to the platform's enrolled nodes "
+        "only, with nftables (table inet benchref; needs CAP_NET_ADMIN)"))
+    agent.add_argument("--firewall-interval", type=float, default=10.0,
+                       help=_("seconds between fetches of the nodes' addresses"))
     agent.set_defaults(func=cmd_reference_agent)
     return parser
 

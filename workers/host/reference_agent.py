@@ -9,6 +9,9 @@ platform that nothing is missing up to its `through`, so results are judged with
 Where it has read to is kept in a small state file and moved on only after the platform
 stored the batch: a lost answer or a platform restart re-sends a batch, which the platform
 stores once, and nothing written is ever skipped.
+
+With a firewall (``--firewall-ports``, workers.host.reference_firewall) the same loop keeps
+the servers' ports open to the enrolled nodes only, refreshing the list between posts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 import requests
 
 from benchmarks.parsers.iperf3_server import log_records, storable
+from workers.host.reference_firewall import Firewall
 
 MAX_BATCH = 200  # records of each log per post (the platform takes at most 500 in all)
 # What one read takes of a log at most: the agent's memory stays this size however far
@@ -103,6 +107,15 @@ class ReferenceAgent:
         self.echo = LogTail(echo_log, saved.get("echo", 0)) if echo_log else None
         self.interval = interval
         self.timeout = timeout
+        self.firewall: Firewall | None = None
+
+    def guard(self, api_url: str, ports: list[int], interval: float = 10.0) -> Firewall:
+        """Keep ``ports`` open to the allow-list only: closed at once (raises where nft
+        cannot be run), then refreshed by run()."""
+        firewall = Firewall(self.session, api_url, ports, interval=interval, timeout=self.timeout)
+        firewall.guard()
+        self.firewall = firewall
+        return firewall
 
     def _load_state(self) -> dict[str, int]:
         try:
@@ -142,6 +155,10 @@ class ReferenceAgent:
             report: Callable[[str], None] = print) -> None:
         delay, skipped = self.interval, 0
         while not stop():
+            # Due every few seconds, between posts: a refresh is one small GET.
+            line = self.firewall.refresh() if self.firewall else None
+            if line:
+                report(line)
             try:
                 stored = self.hand_in()
             except (requests.RequestException, RuntimeError, ValueError) as exc:
@@ -155,4 +172,6 @@ class ReferenceAgent:
                            "character(s) of the logs that were not a record")
                     skipped = stored["skipped"]
                 delay = 0.0 if stored["full"] else self.interval
-            time.sleep(delay)
+            # A platform that refuses posts (backing off up to 30 s) must not hold up the
+            # firewall's refresh.
+            time.sleep(min(delay, self.firewall.wait()) if self.firewall else delay)
