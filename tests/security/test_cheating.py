@@ -78,9 +78,13 @@ def test_a_noop_run_cannot_carry_figures(provider_owner: Any, enrol_node: Any) -
     assert "network.tcp_throughput is not measured by this job's probes (noop)" in \
         response.json()["detail"]
     assert not Sample.objects.exists() and not LatestResult.objects.exists()
-    # Its own noop.duration is stored, but a noop never ranks.
-    job, _ = submission.submit(provider_owner.user, [node.node.pk], "noop")
-    assert claim_and_post(node, job, [sample("noop.duration", 0.1, "s")]).status_code == 200
+    # The run stays open for what its probe measures (a node runs one run at a time, so the
+    # same attempt posts again): its own noop.duration is stored, but a noop never ranks.
+    run = job.runs.get()
+    assert node.client().post(f"/api/v1/node/runs/{run.pk}/result", {
+        "attempt_id": str(run.current_attempt), "status": "succeeded",
+        "samples": [sample("noop.duration", 0.1, "s")], "inventory": {}},
+        format="json").status_code == 200
     assert not job.runs.get().ranked and not LatestResult.objects.exists()
 
 
@@ -218,6 +222,8 @@ def test_a_test_from_before_the_run_stays_host_reported(buyer: Any, enrol_node: 
     early_claim = lifecycle.claim(node.node, early.runs.get().pk)
     kept = [s for s in reference_samples(early_claim.spec())
             if s["metric"] == "network.tcp_throughput"]
+    # A node runs one run at a time: the early one ends before the next is claimed.
+    lifecycle.finish(node.node, early_claim.run.pk, early_claim.attempt.id, False, [], "stopped", {})
     job, _ = submission.submit(buyer.user, [node.node.pk], "network", profile="quick")
     run = job.runs.get()
     claim = lifecycle.claim(node.node, run.pk)
@@ -312,10 +318,12 @@ def test_a_flattering_override_is_kept_unranked(buyer: Any, provider_owner: Any,
     assert claim_and_post(node, flattering, cached).status_code == 200
     row = board(buyer.client(), "metric=storage.randread_iops&evidence=any")["results"][0]
     assert (row["value"], row["runs"], row["requested_by"]) == (6_300.0, 1, "buyer")
-    history = buyer.client().get(f"/api/v1/nodes/{node.node.pk}/history"
-                                 "?metric=storage.randread_iops").json()["results"]
+    url = f"/api/v1/nodes/{node.node.pk}/history?metric=storage.randread_iops"
+    # The unranked run is its owner's (#30): the provider sees it, marked; a buyer does not.
+    history = provider_owner.client().get(url).json()["results"]
     assert [(p["value"], p["note"]) for p in history] == [
         (6_300.0, ""), (600_000.0, "unranked: custom parameters")]
+    assert [p["value"] for p in buyer.client().get(url).json()["results"]] == [6_300.0]
 
 
 def test_a_providers_own_runs_never_replace_a_buyers_figure(
