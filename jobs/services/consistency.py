@@ -271,6 +271,13 @@ def _peak(f: Facts) -> tuple[gpu_models.GpuModel | None, str]:
     return model, f"the {model.name} it claims ({model.source})" if model else f.gpu_claim
 
 
+def unlisted(check: str, f: Facts, what: str) -> Violation:
+    """A model the reference table does not list fails closed: nothing bounds its figures."""
+    return Violation(check, (f"the node claims a {f.gpu_claim!r}, which the reference table "
+                             f"(contract/data/gpu_models.yaml) does not list: its {what} cannot "
+                             "be bounded"))
+
+
 def within_gpu_peak(f: Facts) -> Violation | None:
     """Matmul and memory bandwidth under the published peak of the claimed GPU model."""
     present = [s for s in f.samples if s["metric"].startswith("gpu.")]
@@ -278,9 +285,7 @@ def within_gpu_peak(f: Facts) -> Violation | None:
         return None
     model, what = _peak(f)
     if model is None:
-        return Violation("within_gpu_peak", (
-            f"the node claims a {f.gpu_claim!r}, which the reference table "
-            "(contract/data/gpu_models.yaml) does not list: its figures cannot be bounded"))
+        return unlisted("within_gpu_peak", f, "figures")
     for s in present:
         if s["metric"] == "gpu.memcpy_bw":
             peak = model.memory_gbs
@@ -320,9 +325,7 @@ def step_within_attainable(f: Facts) -> Violation | None:
         return None
     model, what = _peak(f)
     if model is None:
-        return Violation("step_within_attainable", (
-            f"the node claims a {f.gpu_claim!r}, which the reference table "
-            "(contract/data/gpu_models.yaml) does not list: its step times cannot be bounded"))
+        return unlisted("step_within_attainable", f, "step times")
     name = choice("training_model", f.params.get("training_model", PARAMS["training_model"].default))
     model_mib = int(f.params.get("model_mib", PARAMS["model_mib"].default))
     batch = int(f.params.get("training_batch", PARAMS["training_batch"].default))
