@@ -61,11 +61,10 @@ def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: flo
     and a run that has held the slot longer than that (or REFERENCE_MAX_HOLD_SECONDS) while
     others wait must let go (429), so no host can keep a region's reference to itself.
     """
-    endpoint = _endpoint(node, run_id, attempt_id, peer)
+    endpoint, job = _endpoint(node, run_id, attempt_id, peer)
     now = timezone.now()
     # No longer than the test the run was asked for: a host asking for 300 s to keep its
     # neighbours off the reference gets its test's length.
-    job = BenchmarkJob.objects.only("params", "profile").get(runs=run_id)
     test_s = turn_seconds(resolve_params(job.params, job.profile))
     until = now + timedelta(seconds=max(1.0, min(float(seconds), MAX_SECONDS, test_s)))
     longest = min(settings.REFERENCE_MAX_HOLD_SECONDS, test_s)
@@ -120,7 +119,7 @@ def _wait(held: ReferenceSlot | None, now: datetime) -> SlotState:
 
 
 def give_back(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> None:
-    endpoint = _endpoint(node, run_id, attempt_id, peer)
+    endpoint, _ = _endpoint(node, run_id, attempt_id, peer)
     now = timezone.now()
     ReferenceTurn.objects.filter(endpoint_id=endpoint, run_id=run_id, ended_at__gt=now).update(
         ended_at=now)
@@ -128,9 +127,13 @@ def give_back(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> None
     ReferenceQueue.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
 
 
-def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> int:
-    if not Run.objects.filter(pk=run_id, node=node, status=Run.Status.RUNNING,
-                              current_attempt=attempt_id).exists():
+def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID,
+              peer: str) -> tuple[int, BenchmarkJob]:
+    """The server whose turn ``peer`` is, and the running run's job (one query for both)."""
+    job = (BenchmarkJob.objects.only("params", "profile")
+           .filter(runs__pk=run_id, runs__node=node, runs__status=Run.Status.RUNNING,
+                   runs__current_attempt=attempt_id).first())
+    if job is None:
         raise Conflict(f"attempt {attempt_id} is not running run {run_id} on this node")
     endpoint = evidence.references_by_peer(node).get(peer)
     if endpoint is None:
@@ -139,4 +142,4 @@ def _endpoint(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str) -> int:
     # endpoints on one server (a node's own relayed path beside its region's reference, as
     # the lab registers them) share its slot. Each with a slot of its own, two nodes tested
     # the one server at once, and one of them ran out of busy retries (make demo).
-    return endpoint.server_id()
+    return endpoint.server_id(), job
