@@ -16,6 +16,7 @@ from typing import Any
 
 import requests
 
+from benchmarks import runner
 from lab import procs
 from lab.netlab import NetLab
 
@@ -154,6 +155,23 @@ class LabStack:
             procs.wait_worker_ready(worker, timeout=120)
             node_id = int(json.loads(config.read_text())["node_id"])
             self.nodes[host.name] = LabNode(host.name, node_id, config, worker)
+
+    def base_rtt(self, node: str, reference: str, count: int = 20) -> float:
+        """The TCP RTT (ms, median) from a node's namespace to its reference's echo server
+        without the delay relay, timed by the reference as a run's is: the path's own round
+        trip (the veth hops and both ends' processing) that a relay's delay adds to.
+
+        A shaped path's figure is this plus the added delay; comparing it with the delay
+        alone counted the ends' processing (0.2-0.8 ms on two busy cores) as an error."""
+        code = ("import statistics, sys; from benchmarks.probes.network import tcp_echo_rtts; "
+                "print(statistics.median(tcp_echo_rtts(sys.argv[1], int(sys.argv[2]), "
+                "int(sys.argv[3]), token='lab-base-rtt')))")
+        done = runner.run(self.lab.exec_argv(node, [
+            "env", f"PYTHONPATH={procs.REPO}", sys.executable, "-c", code,
+            self.lab.address(reference), str(ECHO_PORT), str(count)]), timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"the base RTT from {node} to {reference}: {done.stderr.strip()}")
+        return float(done.stdout.strip().splitlines()[-1])
 
     def down(self) -> None:
         for proc in reversed(self.started):
