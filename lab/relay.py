@@ -23,6 +23,7 @@ import argparse
 import collections
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -86,6 +87,7 @@ def delayed_copy(src: socket.socket, dst: socket.socket, delay: float) -> None:
     latency is fixed, not added up chunk after chunk."""
     pending: collections.deque[tuple[float, bytes]] = collections.deque()
     ready = threading.Condition()
+    stamped = kernel_timestamps(src)
 
     def write() -> None:
         try:
@@ -111,9 +113,9 @@ def delayed_copy(src: socket.socket, dst: socket.socket, delay: float) -> None:
     writer.start()
     try:
         while True:
-            data = src.recv(CHUNK)
+            data, arrived = recv_stamped(src) if stamped else (src.recv(CHUNK), time.monotonic())
             with ready:
-                pending.append((time.monotonic() + delay, data))
+                pending.append((arrived + delay, data))
                 ready.notify()
             if not data:
                 break
@@ -122,6 +124,39 @@ def delayed_copy(src: socket.socket, dst: socket.socket, delay: float) -> None:
             pending.append((0.0, b""))
             ready.notify()
     writer.join()
+
+
+# Linux's SO_TIMESTAMPNS (and SCM_TIMESTAMPNS): the kernel's arrival time of received data,
+# a struct timespec of CLOCK_REALTIME. Python's socket module does not name it.
+SO_TIMESTAMPNS = 35
+TIMESPEC = struct.Struct("@qq")
+
+
+def kernel_timestamps(sock: socket.socket) -> bool:
+    """Ask the kernel to stamp what ``sock`` receives; False where it cannot (not Linux, a
+    unix socket), and the relay then counts from when its reader woke."""
+    if sys.platform != "linux" or sock.family == socket.AF_UNIX:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+def recv_stamped(sock: socket.socket) -> tuple[bytes, float]:
+    """A chunk and when its last packet reached this host, on the monotonic clock.
+
+    The delay counts from the kernel's arrival, not from when the reader thread woke: a
+    wake-up late by a few hundred microseconds on a busy host is then not added to the
+    round trip."""
+    data, ancillary, _, _ = sock.recvmsg(CHUNK, socket.CMSG_SPACE(TIMESPEC.size))
+    now_mono, now_real = time.monotonic(), time.time()
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= TIMESPEC.size:
+            sec, nsec = TIMESPEC.unpack_from(payload)
+            return data, now_mono - max(0.0, now_real - (sec + nsec / 1e9))
+    return data, now_mono
 
 
 def _shut(sock: socket.socket) -> None:
