@@ -160,8 +160,7 @@ class PlatformStack:
         say(f"platform up at {self.api}")
 
     def stop(self) -> None:
-        for proc in reversed(self.started):
-            proc.stop(timeout=5)
+        procs.stop_all(list(reversed(self.started)), timeout=5)
         self.started.clear()
         if self.postgres is not None:
             self.postgres.remove()

@@ -64,6 +64,25 @@ class Proc:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def stop_all(procs: Sequence[Proc], timeout: float = 10) -> None:
+    """Stop several processes at once: all are asked (SIGTERM) before any is waited for, and
+    what is left after ``timeout`` is killed with its group.
+
+    One after the other, each Celery worker's warm shutdown was waited out in turn: the load
+    test's twenty workers took 75 s to stop, a lab of four nodes 15-20 s."""
+    for proc in procs:
+        if proc.alive():
+            proc.kill(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.popen.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        proc.kill(signal.SIGKILL)  # and anything left in its group
+        proc.popen.wait()
+
+
 def start(name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None,
           cwd: Path = REPO) -> Proc:
     log_dir.mkdir(parents=True, exist_ok=True)

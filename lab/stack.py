@@ -174,8 +174,11 @@ class LabStack:
         return float(done.stdout.strip().splitlines()[-1])
 
     def down(self) -> None:
-        for proc in reversed(self.started):
-            proc.stop(timeout=5)
+        # The node workers first, together, while their uplinks still carry their goodbyes;
+        # then every server and relay at once.
+        workers = [n.worker for n in self.nodes.values()]
+        procs.stop_all([p for p in self.started if p in workers], timeout=5)
+        procs.stop_all([p for p in reversed(self.started) if p not in workers], timeout=5)
         self.started.clear()
         self.lab.down()
 

@@ -136,8 +136,7 @@ class WorkerFactory:
         return started
 
     def stop_all(self) -> None:
-        for proc in self.started:
-            proc.stop()
+        procs.stop_all(self.started)
 
 
 @pytest.fixture
