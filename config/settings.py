@@ -336,6 +336,9 @@ RETEST_DEFER_SECONDS = envint("RETEST_DEFER_SECONDS", 1200)
 RETEST_MAX_DEFERRALS = envint("RETEST_MAX_DEFERRALS", 6)
 # A re-test due longer ago than this when the scheduler gets to it is skipped, not run.
 RETEST_STALE_SECONDS = envint("RETEST_STALE_SECONDS", 3600)
+# A re-test that failed while its reference was down is planned again this many seconds
+# later (drawn at random between the two): not at once, the reference may still be down.
+RETEST_AGAIN_AFTER_SECONDS = (1800, 7200)
 # Longest pause a provider may ask for at once, and the window stability is judged over.
 RETEST_MAX_PAUSE_HOURS = envint("RETEST_MAX_PAUSE_HOURS", 72)
 STABILITY_WINDOW_DAYS = envint("STABILITY_WINDOW_DAYS", 7)

@@ -68,6 +68,11 @@ class Run(models.Model):
     ranked = models.BooleanField(default=False)
     requested_by = models.CharField(max_length=16, choices=RequestedBy.choices,
                                     default=RequestedBy.BUYER)
+    # The platform's own share in a failure, judged on its side when the failure came in:
+    # "reference" when a reference the run measures against had gone silent (its agent had
+    # handed nothing in for REFERENCE_AGENT_SILENT_S). The host cannot set it: a re-test that
+    # failed so is the platform's failure, planned again and never counted against the node.
+    fault = models.CharField(max_length=16, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["id"]

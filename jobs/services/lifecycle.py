@@ -400,6 +400,8 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
     status = Run.Status.SUCCEEDED if succeeded else Run.Status.FAILED
     stored = Sample.objects.bulk_create([Sample(run=run, **s) for s in samples])
     run.inventory = inventory
+    if not succeeded:
+        run.fault = _platform_fault(run, node, now)
     _finish(run, status, "" if succeeded else (error or "probe failed"), now)
     Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
     # The board's projection (leaderboard) commits with the run.
@@ -411,6 +413,15 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
         # The GPU model stays the enrolled one (_review refuses another).
         Node.objects.filter(pk=node.pk).update(inventory=inventory,
                                                 gpu_model=_gpu_model(node, inventory))
+
+
+def _platform_fault(run: Run, node: Node, now: Any) -> str:
+    """"reference" when a run that measures against the node's references failed while one
+    of them was down (its agent silent), as the platform's own records say; else ""."""
+    if "network" not in SUITES.get(run.job.suite, ()):
+        return ""
+    down = reference_records.silent(ReferenceEndpoint.for_node(node), now.timestamp())
+    return "reference" if down else ""
 
 
 def _note_new_boards(node: Node, inventory: dict[str, Any]) -> None:

@@ -145,6 +145,17 @@ def _payloads(endpoint: ReferenceEndpoint, kind: str, where: Q) -> Iterable[dict
             .order_by("started", "pk").values_list("payload", flat=True))
 
 
+def silent(endpoints: Iterable[ReferenceEndpoint], at: float) -> list[ReferenceEndpoint]:
+    """The references among these whose agent had handed nothing in for longer than
+    REFERENCE_AGENT_SILENT_S at ``at``: down, as far as the platform can tell (an endpoint
+    without an agent tells nothing, and is not among them)."""
+    servers = {e.server_id(): e for e in endpoints}
+    quiet = ReferenceEndpoint.objects.filter(pk__in=servers).exclude(key_digest="").filter(
+        Q(records_through__isnull=True)
+        | Q(records_through__lt=at - settings.REFERENCE_AGENT_SILENT_S))
+    return [servers[pk] for pk in quiet.values_list("pk", flat=True)]
+
+
 def await_records(endpoints: Iterable[ReferenceEndpoint], until: float) -> bool:
     """Wait (at most REFERENCE_RECORDS_WAIT_S) until the agents of these references have
     handed in their servers' records up to ``until``. An endpoint with no agent, or one

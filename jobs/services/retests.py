@@ -16,7 +16,9 @@ Every tick (Celery beat, RETEST_TICK_SECONDS) does three things with the time it
   counted). A provider's own runs do not defer it: a node kept busy by its own provider
   misses its re-test.
 - ``settle``: a submitted re-test whose run finished is ``done`` or, failed or refused by
-  intake, ``missed``.
+  intake, ``missed``; failed while one of the node's references was down (its agent
+  silent, as the platform saw when the failure came in: ``Run.fault``), ``skipped`` and
+  planned again: the platform's failure never counts against the node.
 """
 
 from __future__ import annotations
@@ -170,23 +172,42 @@ def settle(out: Tick | None = None) -> Tick:
     submitted = Retest.objects.filter(status=Retest.Status.SUBMITTED, job__isnull=False)
 
     def settle_one(retest: Retest) -> None:
-        runs = list(Run.objects.filter(job_id=retest.job_id).values_list("status", "error"))
-        if not runs or any(status not in Run.FINISHED for status, _ in runs):
+        runs = list(Run.objects.filter(job_id=retest.job_id).values_list("status", "error", "fault"))
+        if not runs or any(status not in Run.FINISHED for status, _, _ in runs):
             return
-        ok = all(status == Run.Status.SUCCEEDED for status, _ in runs)
-        reason = "" if ok else next(e for s, e in runs if s != Run.Status.SUCCEEDED)[:255]
+        ok = all(status == Run.Status.SUCCEEDED for status, _, _ in runs)
+        error, fault = ("", "") if ok else next((e, f) for s, e, f in runs if s != Run.Status.SUCCEEDED)
+        if fault == "reference":
+            _platform_failed(retest, error, out)
+            return
         updated = Retest.objects.filter(pk=retest.pk, status=Retest.Status.SUBMITTED).update(
-            status=Retest.Status.DONE if ok else Retest.Status.MISSED, reason=reason,
+            status=Retest.Status.DONE if ok else Retest.Status.MISSED, reason=error[:255],
             settled_at=timezone.now())
         if updated:
             if ok:
                 out.done += 1
             else:
                 out.missed += 1
-                log.info("re-test %s of node %s missed: %s", retest.pk, retest.node_id, reason)
+                log.info("re-test %s of node %s missed: %s", retest.pk, retest.node_id, error)
 
     isolated.each(list(submitted.select_related("job")[:500]), settle_one, "settling re-test")
     return out
+
+
+def _platform_failed(retest: Retest, error: str, out: Tick) -> None:
+    """A re-test whose run failed while the platform's reference was down: skipped (never
+    counted against the node) and planned again at a random time in the next hours."""
+    now = timezone.now()
+    updated = Retest.objects.filter(pk=retest.pk, status=Retest.Status.SUBMITTED).update(
+        status=Retest.Status.SKIPPED, settled_at=now,
+        reason=f"the platform's reference was down: planned again ({error})"[:255])
+    if updated:
+        rng = secrets.SystemRandom()
+        Retest.objects.create(node_id=retest.node_id, due_at=now + timedelta(
+            seconds=rng.uniform(*settings.RETEST_AGAIN_AFTER_SECONDS)))
+        out.skipped += 1
+        log.info("re-test %s of node %s skipped, its reference was down", retest.pk,
+                 retest.node_id)
 
 
 def pause(node: Node, hours: float, reason: str, user: User | None, now: datetime | None = None

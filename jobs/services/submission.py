@@ -112,9 +112,9 @@ WITH job AS (
     RETURNING id
 )
 INSERT INTO jobs_run (job_id, node_id, status, progress, error, attempts, queued_at,
-                      dispatched_at, inventory, ranked, requested_by)
+                      dispatched_at, inventory, ranked, requested_by, fault)
 SELECT job.id, n.node_id, 'queued', '{}'::jsonb, '', 0, %(now)s, %(now)s, '{}'::jsonb,
-       %(ranked)s, n.requested_by
+       %(ranked)s, n.requested_by, ''
 FROM job, unnest(%(nodes)s::bigint[], %(requested)s::text[])
      WITH ORDINALITY AS n(node_id, requested_by, position)
 ORDER BY n.position

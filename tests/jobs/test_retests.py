@@ -8,6 +8,7 @@ and the stability verdicts the board and the API then show.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from fleet.models import Node, RetestPause
+from fleet.models import Node, ReferenceEndpoint, RetestPause
 from jobs.models import Retest, Run
 from jobs.services import lifecycle, retests, submission
 from tests.fixtures import Actor, Enrolled
@@ -111,6 +112,43 @@ def test_a_failed_or_offline_re_test_counts_against_the_node(
     retests.tick(clock + timedelta(hours=2))
     offline.refresh_from_db()
     assert offline.status == Retest.Status.MISSED and offline.reason == "the node was offline"
+
+
+def test_a_re_test_that_failed_while_its_reference_was_down_is_planned_again_not_missed(
+        online: Any, clock: datetime, settings: Any) -> None:
+    settings.RETEST_PER_DAY = 0
+    e = online("a")
+    ref = ReferenceEndpoint.objects.create(region=e.node.region, name="ref1", host="10.0.0.9",
+                                           echo_port=7007, key_digest="0" * 64,
+                                           records_through=time.time())
+    first = Retest.objects.create(node=e.node, due_at=clock + timedelta(hours=1))
+    retests.tick(clock + timedelta(hours=1))
+    # The reference answers (its agent hands in every half second): a failure is the node's.
+    report(e, Retest.objects.get(pk=first.pk), 0.0, ok=False)
+    retests.tick(clock + timedelta(hours=1, minutes=1))
+    assert Retest.objects.get(pk=first.pk).status == Retest.Status.MISSED
+    # The reference goes down (its agent silent past REFERENCE_AGENT_SILENT_S): the run fails
+    # as the host says, but what the platform saw on its side makes it the platform's failure.
+    ReferenceEndpoint.objects.filter(pk=ref.pk).update(
+        records_through=time.time() - settings.REFERENCE_AGENT_SILENT_S - 60)
+    second = Retest.objects.create(node=e.node, due_at=clock + timedelta(hours=2))
+    retests.tick(clock + timedelta(hours=2))
+    report(e, Retest.objects.get(pk=second.pk), 0.0, ok=False)
+    assert Run.objects.get(job_id=Retest.objects.get(pk=second.pk).job_id).fault == "reference"
+    before = timezone.now()
+    assert retests.tick(clock + timedelta(hours=2, minutes=1)).skipped == 1
+    second.refresh_from_db()
+    assert second.status == Retest.Status.SKIPPED and "reference was down" in second.reason
+    again = Retest.objects.get(node=e.node, status=Retest.Status.PLANNED)
+    low, high = settings.RETEST_AGAIN_AFTER_SECONDS
+    assert before + timedelta(seconds=low) <= again.due_at <= timezone.now() + timedelta(seconds=high)
+    # A reference without an agent tells the platform nothing: no excuse is made from it.
+    ReferenceEndpoint.objects.filter(pk=ref.pk).update(key_digest="")
+    third = Retest.objects.create(node=e.node, due_at=clock + timedelta(hours=3))
+    retests.tick(clock + timedelta(hours=3))
+    report(e, Retest.objects.get(pk=third.pk), 0.0, ok=False)
+    retests.tick(clock + timedelta(hours=3, minutes=1))
+    assert Retest.objects.get(pk=third.pk).status == Retest.Status.MISSED
 
 
 def test_a_buyers_running_job_defers_the_re_test_but_the_providers_own_runs_do_not(
