@@ -603,6 +603,32 @@ class ReferenceAllowlistSerializer(serializers.Serializer[Any]):
     generated_at = serializers.FloatField(help_text="unix time at which the list was read")
 
 
+class Iperf3CredentialSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField()
+    password = serializers.CharField(help_text="this hold's alone: it ends with the hold")
+    public_key = serializers.CharField(help_text="the server's RSA public key (PEM)")
+
+
 class ReferenceSlotStateSerializer(serializers.Serializer[Any]):
     granted = serializers.BooleanField()
     wait_s = serializers.FloatField(help_text="at most this long until the holder's time runs out")
+    iperf3 = Iperf3CredentialSerializer(required=False, help_text=(
+        "with a grant, where the server authenticates turns: run iperf3 with --username, "
+        "--rsa-public-key-path and IPERF3_PASSWORD"))
+
+
+class ReferenceIperf3KeySerializer(serializers.Serializer[Any]):
+    public_key = serializers.CharField(max_length=8192, trim_whitespace=False, help_text=(
+        "the RSA public key (PEM, 2048 bits or more) whose private half the reference's "
+        "iperf3 server runs with (--rsa-private-key-path)"))
+
+
+class ReferenceIperf3UserSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField()
+    hash = serializers.CharField(help_text='sha256 of "{username}password", as iperf3 reads it')
+
+
+class ReferenceIperf3UsersSerializer(serializers.Serializer[Any]):
+    users = ReferenceIperf3UserSerializer(many=True, help_text=(
+        "the runs holding the server's turn now: its --authorized-users-path file's lines"))
+    generated_at = serializers.FloatField(help_text="unix time at which the list was read")

@@ -39,6 +39,9 @@ class ReferenceEndpoint(models.Model):
     # Unix time up to which the agent has handed in every record its servers wrote (its
     # last post): a result is judged once the records of the run's turns are in.
     records_through = models.FloatField(null=True, blank=True)
+    # The public half of the RSA key its iperf3 server authenticates turns with (PEM), set
+    # by its agent; empty: the server takes tests without a credential.
+    iperf3_public_key = models.TextField(blank=True)
     node = models.ForeignKey("Node", null=True, blank=True, on_delete=models.CASCADE,
                              related_name="dedicated_endpoints")
 

@@ -142,8 +142,9 @@ def start_private_redis(work_dir: Path, password: str) -> PrivateRedis:
 
 
 def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
-                        netns: str | None = None, report_log: Path | None = None) -> Proc:
-    argv = ["iperf3", "-s", "-p", str(port), "-B", bind]
+                        netns: str | None = None, report_log: Path | None = None,
+                        extra: Sequence[str] = ()) -> Proc:
+    argv = ["iperf3", "-s", "-p", str(port), "-B", bind, *extra]
     if report_log is not None:
         # With -J, iperf3 3.12's server exits when a test ends in error (a killed client):
         # keep it running, as a reference endpoint's service manager would.
@@ -172,13 +173,21 @@ def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
 
 
 def reference_agent_argv(api_url: str, key_file: Path, iperf3_log: Path,
-                         echo_log: Path | None) -> list[str]:
+                         echo_log: Path | None, iperf3_auth: Path | None = None) -> list[str]:
     """`benchctl reference-agent`: hands the reference's records in over the API (how far
-    it has, kept beside its key)."""
+    it has, kept beside its key); with ``iperf3_auth``, keeps its iperf3 server's users file
+    at the granted turns."""
     return [sys.executable, "-m", "workers.cli", "reference-agent", "--url", api_url,
             "--key-file", str(key_file), "--state", str(key_file.with_suffix(".handed-in")),
             "--iperf3-log", str(iperf3_log),
-            *(["--echo-log", str(echo_log)] if echo_log else []), "--interval", "0.2"]
+            *(["--echo-log", str(echo_log)] if echo_log else []),
+            *(["--iperf3-auth", str(iperf3_auth)] if iperf3_auth else []), "--interval", "0.2"]
+
+
+def iperf3_auth_args(directory: Path) -> list[str]:
+    """`iperf3 -s` arguments that let in only the turns' holders (workers.host.iperf3_auth)."""
+    return ["--rsa-private-key-path", str(directory / "private.pem"),
+            "--authorized-users-path", str(directory / "users.csv")]
 
 
 def start_reference_agent(api_url: str, key_file: Path, iperf3_log: Path,

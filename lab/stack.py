@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import requests
 from benchmarks import runner
 from lab import procs
 from lab.netlab import NetLab
+from workers.host.iperf3_auth import ensure_keys
 
 IPERF3_PORT = 5201
 ECHO_PORT = 7007
@@ -81,10 +83,14 @@ class LabStack:
 
     def start_reference(self, name: str) -> None:
         addr = self.lab.address(name)
+        # Only the run holding the turn gets in: the agent keeps the users file at the
+        # platform's turns (its key pair made here first, so the server starts with it).
+        auth = " ".join(f"'{a}'" for a in procs.iperf3_auth_args(
+            ensure_keys(self.iperf3_auth(name))))
         # -J --logfile: the reference's own report of every test, its agent hands them in.
         # (restarted when it exits: with -J, iperf3 3.12's server exits after a failed test)
         self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, [
-            "sh", "-c", f"while :; do iperf3 -s -B {addr} -p {IPERF3_PORT} -J --logfile "
+            "sh", "-c", f"while :; do iperf3 -s -B {addr} -p {IPERF3_PORT} {auth} -J --logfile "
                         f"'{self.report_log(name)}'; sleep 0.2; done"]), self.work_dir))
         # Raised priority, as a reference endpoint is a machine of its own: the round trips
         # it times are its evidence, and on a busy lab host a late wake-up would make the
@@ -93,6 +99,9 @@ class LabStack:
             name, ["nice", "-n", "-10", sys.executable, "-m", "workers.cli", "echo-server",
                    "--bind", addr, "--port", str(ECHO_PORT), "--log", str(self.echo_log(name))]),
             self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
+
+    def iperf3_auth(self, reference: str) -> Path:
+        return self.work_dir / f"iperf3-auth-{reference}"
 
     def report_log(self, reference: str) -> Path:
         return self.work_dir / f"iperf3-{reference}.json"
@@ -107,10 +116,16 @@ class LabStack:
             addr = self.lab.address(ref.name)
             key_file = self.work_dir / f"{ref.name}.key"
             register(ref.region, ref.name, addr, IPERF3_PORT, ECHO_PORT, None, key_file)
-            self.keep(procs.start(f"reference-agent-{ref.name}", self.lab.exec_argv(
+            agent = self.keep(procs.start(f"reference-agent-{ref.name}", self.lab.exec_argv(
                 ref.name, procs.reference_agent_argv(
                     f"http://127.0.0.1:{self.api_port}", key_file, self.report_log(ref.name),
-                    self.echo_log(ref.name))), self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
+                    self.echo_log(ref.name), self.iperf3_auth(ref.name))), self.work_dir,
+                env={"PYTHONPATH": str(procs.REPO), "LANGUAGE": "en"}))
+            # Its server lets in no one until the platform has its public key: a turn
+            # granted before would come without a credential.
+            procs.wait_for(partial(_authenticating, agent), 60, f"the agent of {ref.name}")
+            if not agent.alive():
+                raise RuntimeError(f"the agent of {ref.name} stopped:\n{agent.log()[-2000:]}")
             for i, node in enumerate(self.lab.spec.nodes()):
                 if node.region != ref.region or not node.delay_ms or node.name not in self.nodes:
                     continue
@@ -181,6 +196,11 @@ class LabStack:
         procs.stop_all([p for p in reversed(self.started) if p not in workers], timeout=5)
         self.started.clear()
         self.lab.down()
+
+
+def _authenticating(agent: procs.Proc) -> bool:
+    """The agent has handed the platform its iperf3 public key (or stopped)."""
+    return "lets in the turns' holders" in agent.log() or not agent.alive()
 
 
 def describe(stack: LabStack) -> list[dict[str, Any]]:

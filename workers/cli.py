@@ -100,6 +100,15 @@ def cmd_reference_agent(args: argparse.Namespace) -> int:
             return 2
         print(_("reference agent: ports {ports} closed to all but the enrolled nodes").format(
             ports=", ".join(map(str, ports))), flush=True)
+    if args.iperf3_auth:
+        try:
+            agent.authenticate(args.url, Path(args.iperf3_auth))
+        except (RuntimeError, OSError, ValueError) as exc:
+            print(_("reference agent: cannot set up the iperf3 server's authentication in "
+                    "{path}: {error}").format(path=args.iperf3_auth, error=exc), file=sys.stderr)
+            return 2
+        print(_("reference agent: iperf3 lets in the turns' holders only ({path})").format(
+            path=args.iperf3_auth), flush=True)
     print(_("reference agent: handing in {logs} to {url}").format(
         logs=", ".join(filter(None, [args.iperf3_log, args.echo_log])), url=args.url), flush=True)
     agent.run(report=lambda line: print(line, flush=True))
@@ -469,6 +478,10 @@ def build_parser() -> argparse.ArgumentParser:
         "only, with nftables (table inet benchref; needs CAP_NET_ADMIN)"))
     agent.add_argument("--firewall-interval", type=float, default=10.0,
                        help=_("seconds between fetches of the nodes' addresses"))
+    agent.add_argument("--iperf3-auth", default=None, metavar="DIR", help=_(
+        "keep the iperf3 server's key pair and users file here (made where missing) and let "
+        "in only the run holding its turn: run the server with --rsa-private-key-path "
+        "DIR/private.pem --authorized-users-path DIR/users.csv"))
     agent.set_defaults(func=cmd_reference_agent)
     return parser
 

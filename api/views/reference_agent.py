@@ -1,11 +1,13 @@
 """The endpoints a platform reference's agent calls with its reference key: its servers'
-own records of the tests they served (jobs.services.reference_records), and the addresses
-its servers let in (fleet.services.reference_allowlist)."""
+own records of the tests they served (jobs.services.reference_records), the addresses its
+servers let in (fleet.services.reference_allowlist), and its iperf3 server's authentication:
+the public key it runs with, and the turns it lets in (jobs.services.iperf3_turns)."""
 
 from __future__ import annotations
 
 import time
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,12 +17,14 @@ from api.auth import ReferenceKeyAuthentication
 from api.permissions import IsReference
 from api.serializers import (
     ReferenceAllowlistSerializer,
+    ReferenceIperf3KeySerializer,
+    ReferenceIperf3UsersSerializer,
     ReferenceRecordsSerializer,
     ReferenceRecordsStoredSerializer,
 )
 from fleet.models import ReferenceEndpoint
-from fleet.services import reference_allowlist
-from jobs.services import reference_records
+from fleet.services import reference_allowlist, reference_keys
+from jobs.services import iperf3_turns, reference_records
 
 
 class ReferenceRecordsView(APIView):
@@ -48,3 +52,29 @@ class ReferenceAllowlistView(APIView):
         generated_at = time.time()  # read first: every node enrolled by then is listed
         body = {"addresses": reference_allowlist.addresses(), "generated_at": generated_at}
         return Response(ReferenceAllowlistSerializer(body).data)
+
+
+class ReferenceIperf3KeyView(APIView):
+    authentication_classes = [ReferenceKeyAuthentication]
+    permission_classes = [IsReference]
+
+    @extend_schema(request=ReferenceIperf3KeySerializer, responses={200: ReferenceIperf3KeySerializer})
+    def put(self, request: Request) -> Response:
+        assert isinstance(request.auth, ReferenceEndpoint)
+        body = ReferenceIperf3KeySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        reference_keys.set_iperf3_public_key(request.auth, body.validated_data["public_key"])
+        return Response(body.validated_data)
+
+
+class ReferenceIperf3UsersView(APIView):
+    authentication_classes = [ReferenceKeyAuthentication]
+    permission_classes = [IsReference]
+
+    @extend_schema(responses={200: ReferenceIperf3UsersSerializer})
+    def get(self, request: Request) -> Response:
+        assert isinstance(request.auth, ReferenceEndpoint)
+        now = timezone.now()
+        body = {"users": iperf3_turns.users(request.auth.server_id(), now),
+                "generated_at": now.timestamp()}
+        return Response(ReferenceIperf3UsersSerializer(body).data)

@@ -93,6 +93,11 @@ class ReferenceSlots:
     def give_back(self, peer: str) -> None:
         return None
 
+    def credential(self, peer: str) -> dict[str, str] | None:
+        """The turn's iperf3 credential (username, password, public_key) where the
+        reference's server authenticates turns; None where it does not."""
+        return None
+
 
 @dataclass
 class ProbeContext:

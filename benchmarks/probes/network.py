@@ -3,11 +3,14 @@ one stream both ways, and P parallel streams."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,9 @@ GBIT = 1e9
 # iperf3 -s serves one test at a time; another node may be using the reference endpoint,
 # or it may be restarting (a refused connection): try again for a while before failing.
 BUSY_RETRIES = 10
-RETRYABLE = ("busy", "Connection refused")
+# "authorization failed": the reference's agent writes a granted turn into its server's
+# users file within a fraction of a second; a test started before that is refused.
+RETRYABLE = ("busy", "Connection refused", "authorization failed")
 # The first line a reference's echo server reads: the run's token (workers/host/echo_server.py).
 ECHO_TOKEN_PREFIX = "BENCH-TOKEN "  # noqa: S105 - a protocol keyword, not a secret
 RTTS_PREFIX = b"RTTS "  # the reference's own timings, at the end of its test
@@ -167,15 +172,32 @@ class NetworkProbe(Probe):
             argv.append("-R")
         if streams > 1:
             argv += ["-P", str(streams)]
-        for attempt in range(BUSY_RETRIES):
-            result = runner.run(argv, timeout=duration + omit + 20)
-            try:
-                return parse_iperf3(result.stdout)
-            except Iperf3Error as exc:
-                if not any(r in str(exc) for r in RETRYABLE) or attempt == BUSY_RETRIES - 1:
-                    raise ProbeError(peer_failure(peer, exc)) from None
-                time.sleep(0.5 + attempt * 0.5)
+        with turn_credential(self.ctx.references.credential(peer.name)) as (auth, env):
+            for attempt in range(BUSY_RETRIES):
+                result = runner.run(argv + auth, timeout=duration + omit + 20, env=env)
+                try:
+                    return parse_iperf3(result.stdout)
+                except Iperf3Error as exc:
+                    if not any(r in str(exc) for r in RETRYABLE) or attempt == BUSY_RETRIES - 1:
+                        raise ProbeError(peer_failure(peer, exc)) from None
+                    time.sleep(0.5 + attempt * 0.5)
         raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def turn_credential(credential: dict[str, str] | None
+                    ) -> Iterator[tuple[list[str], dict[str, str] | None]]:
+    """iperf3's arguments and environment for a turn's credential (none without one): the
+    username, the server's public key in a file of its own, the password in IPERF3_PASSWORD
+    (never on the command line, where other users' `ps` would read it)."""
+    if not credential:
+        yield [], None
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-iperf3-") as directory:
+        key = Path(directory) / "reference.pem"
+        key.write_text(credential["public_key"])
+        yield (["--username", credential["username"], "--rsa-public-key-path", str(key)],
+               {**os.environ, "IPERF3_PASSWORD": credential["password"]})
 
 
 def served_log(host: str, port: int) -> Path:

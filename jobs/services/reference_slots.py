@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from config.errors import Conflict, Invalid, TooMany
 from contract.suites import resolve_params, turn_seconds
-from fleet.models import Node
+from fleet.models import Node, ReferenceEndpoint
 from jobs.models import BenchmarkJob, ReferenceQueue, ReferenceSlot, ReferenceTurn, Run
-from jobs.services import evidence
+from jobs.services import evidence, iperf3_turns
 
 MAX_SECONDS = 300  # one ask holds the slot at most this long; a longer test asks again
 QUEUE_STALE_S = 10.0  # a waiting run asks every half second; one that stopped has left
@@ -34,9 +34,12 @@ QUEUE_STALE_S = 10.0  # a waiting run asks every half second; one that stopped h
 class SlotState:
     granted: bool
     wait_s: float  # until the holder's slot runs out at the latest
+    # With the grant, where the server authenticates turns: username, password, public_key
+    iperf3: dict[str, str] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"granted": self.granted, "wait_s": round(self.wait_s, 1)}
+        state: dict[str, object] = {"granted": self.granted, "wait_s": round(self.wait_s, 1)}
+        return state | ({"iperf3": self.iperf3} if self.iperf3 else {})
 
 
 _TAKE_SQL = """
@@ -89,7 +92,17 @@ def take(node: Node, run_id: int, attempt_id: uuid.UUID, peer: str, seconds: flo
         return _wait(ReferenceSlot.objects.filter(endpoint_id=endpoint).first(), now)
     _record_turn(endpoint, run_id, attempt_id, won[1], until)
     ReferenceQueue.objects.filter(endpoint_id=endpoint, run_id=run_id).delete()
-    return SlotState(True, 0.0)
+    return SlotState(True, 0.0, _iperf3_credential(endpoint, run_id, won[1]))
+
+
+def _iperf3_credential(server: int, run_id: int, taken_at: datetime) -> dict[str, str] | None:
+    """The hold's own iperf3 credential, where the server authenticates turns."""
+    key = (ReferenceEndpoint.objects.filter(pk=server)
+           .values_list("iperf3_public_key", flat=True).first())
+    if not key:
+        return None
+    user, password = iperf3_turns.credential(server, run_id, taken_at)
+    return {"username": user, "password": password, "public_key": key}
 
 
 def _record_turn(endpoint: int, run_id: int, attempt_id: uuid.UUID, taken_at: datetime,

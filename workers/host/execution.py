@@ -139,6 +139,10 @@ class PlatformSlots(ReferenceSlots):
         self.run_id = run_id
         self.attempt_id = attempt_id
         self.keeper = keeper
+        self.credentials: dict[str, dict[str, str]] = {}
+
+    def credential(self, peer: str) -> dict[str, str] | None:
+        return self.credentials.get(peer)
 
     def take(self, peer: str, seconds: float) -> float:
         started = time.monotonic()
@@ -152,12 +156,17 @@ class PlatformSlots(ReferenceSlots):
                     raise ProbeError(f"{peer}: {exc}") from None
                 raise
             if state["granted"]:
+                if state.get("iperf3"):
+                    self.credentials[peer] = state["iperf3"]
+                else:
+                    self.credentials.pop(peer, None)
                 self.keeper.waiting("")
                 return time.monotonic() - started
             self.keeper.waiting(f"waiting for {peer}: another node is testing against it")
             time.sleep(self.POLL_S)
 
     def give_back(self, peer: str) -> None:
+        self.credentials.pop(peer, None)
         try:
             self.api.reference_slot(self.run_id, self.attempt_id, peer, release=True)
         except ApiError as exc:  # the slot runs out by itself

@@ -11,7 +11,9 @@ stored the batch: a lost answer or a platform restart re-sends a batch, which th
 stores once, and nothing written is ever skipped.
 
 With a firewall (``--firewall-ports``, workers.host.reference_firewall) the same loop keeps
-the servers' ports open to the enrolled nodes only, refreshing the list between posts.
+the servers' ports open to the enrolled nodes only, refreshing the list between posts; with
+``--iperf3-auth`` (workers.host.iperf3_auth) it keeps the iperf3 server's users file at the
+turns the platform has granted, so only the run holding the turn can start a test.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import requests
 
 from benchmarks.parsers.iperf3_server import log_records, storable
+from workers.host.iperf3_auth import Iperf3Turns
 from workers.host.reference_firewall import Firewall
 
 MAX_BATCH = 200  # records of each log per post (the platform takes at most 500 in all)
@@ -108,6 +111,7 @@ class ReferenceAgent:
         self.interval = interval
         self.timeout = timeout
         self.firewall: Firewall | None = None
+        self.turns: Iperf3Turns | None = None
 
     def guard(self, api_url: str, ports: list[int], interval: float = 10.0) -> Firewall:
         """Keep ``ports`` open to the allow-list only: closed at once (raises where nft
@@ -116,6 +120,16 @@ class ReferenceAgent:
         firewall.guard()
         self.firewall = firewall
         return firewall
+
+    def authenticate(self, api_url: str, directory: Path) -> Iperf3Turns:
+        """Let only the turns' holders test on the iperf3 server: its key pair in
+        ``directory`` (made where missing), the public half handed to the platform (raises
+        when it is refused), and the users file refreshed by run()."""
+        turns = Iperf3Turns(self.session, api_url, directory, timeout=self.timeout)
+        turns.publish()
+        turns.refresh()
+        self.turns = turns
+        return turns
 
     def _load_state(self) -> dict[str, int]:
         try:
@@ -157,6 +171,10 @@ class ReferenceAgent:
         while not stop():
             # Due every few seconds, between posts: a refresh is one small GET.
             line = self.firewall.refresh() if self.firewall else None
+            if line:
+                report(line)
+            # Every pass: a turn granted now is tested on within a second.
+            line = self.turns.refresh() if self.turns else None
             if line:
                 report(line)
             try:
