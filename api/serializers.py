@@ -626,6 +626,8 @@ class ReferenceIperf3KeySerializer(serializers.Serializer[Any]):
 class ReferenceIperf3UserSerializer(serializers.Serializer[Any]):
     username = serializers.CharField()
     hash = serializers.CharField(help_text='sha256 of "{username}password", as iperf3 reads it')
+    addresses = serializers.ListField(child=serializers.CharField(), help_text=(
+        "the holder's node's addresses: a test from any other is outside every turn"))
 
 
 class ReferenceIperf3UsersSerializer(serializers.Serializer[Any]):

@@ -173,7 +173,8 @@ def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
 
 
 def reference_agent_argv(api_url: str, key_file: Path, iperf3_log: Path,
-                         echo_log: Path | None, iperf3_auth: Path | None = None) -> list[str]:
+                         echo_log: Path | None, iperf3_auth: Path | None = None,
+                         iperf3_port: int = 5201) -> list[str]:
     """`benchctl reference-agent`: hands the reference's records in over the API (how far
     it has, kept beside its key); with ``iperf3_auth``, keeps its iperf3 server's users file
     at the granted turns."""
@@ -181,7 +182,8 @@ def reference_agent_argv(api_url: str, key_file: Path, iperf3_log: Path,
             "--key-file", str(key_file), "--state", str(key_file.with_suffix(".handed-in")),
             "--iperf3-log", str(iperf3_log),
             *(["--echo-log", str(echo_log)] if echo_log else []),
-            *(["--iperf3-auth", str(iperf3_auth)] if iperf3_auth else []), "--interval", "0.2"]
+            *(["--iperf3-auth", str(iperf3_auth), "--iperf3-port", str(iperf3_port)]
+              if iperf3_auth else []), "--interval", "0.2"]
 
 
 def iperf3_auth_args(directory: Path) -> list[str]:

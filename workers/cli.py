@@ -102,7 +102,7 @@ def cmd_reference_agent(args: argparse.Namespace) -> int:
             ports=", ".join(map(str, ports))), flush=True)
     if args.iperf3_auth:
         try:
-            agent.authenticate(args.url, Path(args.iperf3_auth))
+            agent.authenticate(args.url, Path(args.iperf3_auth), port=args.iperf3_port)
         except (RuntimeError, OSError, ValueError) as exc:
             print(_("reference agent: cannot set up the iperf3 server's authentication in "
                     "{path}: {error}").format(path=args.iperf3_auth, error=exc), file=sys.stderr)
@@ -482,6 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
         "keep the iperf3 server's key pair and users file here (made where missing) and let "
         "in only the run holding its turn: run the server with --rsa-private-key-path "
         "DIR/private.pem --authorized-users-path DIR/users.csv"))
+    agent.add_argument("--iperf3-port", type=int, default=5201, help=_(
+        "the iperf3 server's port: with --iperf3-auth, a test on it from an address that "
+        "holds no turn is ended (ss -K; needs CAP_NET_ADMIN)"))
     agent.set_defaults(func=cmd_reference_agent)
     return parser
 

@@ -8,7 +8,8 @@ running on its server now), and the run gets its username and password with the 
 secret, the server, the run and the moment its hold began, so a hold given back, run out or
 taken over ends its credential, and a new hold is a new password. A node outside its turn,
 an enrolled neighbour or a client past the firewall cannot start a test (`test
-authorization failed`), so it can no longer hold the reference between the turns.
+authorization failed`), and a test still running when its turn ended (`-t 86400`) is cut
+by the agent: no one holds the reference between the turns.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 
@@ -38,13 +40,17 @@ def user_hash(user: str, password: str) -> str:
     return hashlib.sha256(f"{{{user}}}{password}".encode()).hexdigest()
 
 
-def users(server: int, now: datetime) -> list[dict[str, str]]:
-    """The users the server lets in now: the run holding its turn, if its hold runs."""
+def users(server: int, now: datetime) -> list[dict[str, Any]]:
+    """The users the server lets in now: the run holding its turn, if its hold runs, with
+    its node's addresses (a test from any other address is outside every turn: the agent
+    ends it, so no test outlives the turn it started in)."""
     held = (ReferenceSlot.objects.filter(endpoint_id=server, expires_at__gte=now,
                                          run__status=Run.Status.RUNNING)
-            .values_list("run_id", "taken_at"))
+            .select_related("run__node").only("run_id", "taken_at", "run__node__address",
+                                               "run__node__observed_address"))
     out = []
-    for run_id, taken_at in held:
-        user, password = credential(server, run_id, taken_at)
-        out.append({"username": user, "hash": user_hash(user, password)})
+    for slot in held:
+        user, password = credential(server, slot.run_id, slot.taken_at)
+        out.append({"username": user, "hash": user_hash(user, password),
+                    "addresses": sorted(slot.run.node.known_addresses())})
     return out

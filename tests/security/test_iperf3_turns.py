@@ -9,6 +9,7 @@ time (`iperf3 -c ref -t 86400 -b 1k` held it for a day); a node could test betwe
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,8 +53,8 @@ def auth_reference(hangzhou: Region, live_server: Any, tmp_path: Path) -> Iterat
     key = reference_keys.issue(endpoint)
     key_file.write_text(key)
     agent = procs.start("reference-agent", procs.reference_agent_argv(
-        live_server.url, key_file, tmp_path / "iperf3.json", None, auth), tmp_path,
-        env={"PYTHONPATH": str(procs.REPO)})
+        live_server.url, key_file, tmp_path / "iperf3.json", None, auth, iperf3_port=port),
+        tmp_path, env={"PYTHONPATH": str(procs.REPO)})
     procs.wait_for(lambda: ReferenceEndpoint.objects.exclude(iperf3_public_key="").filter(
         pk=endpoint.pk).exists() or not agent.alive(), 60, "the agent's public key")
     assert agent.alive(), agent.log()
@@ -132,6 +133,44 @@ def test_only_the_run_holding_the_turn_starts_a_test_and_only_while_it_holds_it(
     ask(b, run_b.pk, claim_b.attempt.id, release=True)
     again = ask(a, run_a.pk, claim_a.attempt.id)["iperf3"]
     assert again["password"] != mine["password"]
+
+
+def test_a_test_that_outlives_its_turn_is_ended_and_the_next_holder_tests(
+        auth_reference: AuthReference, buyer: Any, enrol_node: Any, tmp_path: Path) -> None:
+    # The holder starts a day-long trickle in its turn (`-t 86400 -b 1k` held the reference
+    # for a day before) and gives the turn back, as a cheat keeping its neighbours off would.
+    a, b = enrol_node("hz-1"), enrol_node("hz-2")
+    job, _ = submission.submit(buyer.user, [a.node.pk, b.node.pk], "network")
+    run_a, run_b = job.runs.get(node=a.node), job.runs.get(node=b.node)
+    claim_a, claim_b = lifecycle.claim(a.node, run_a.pk), lifecycle.claim(b.node, run_b.pk)
+    mine = ask(a, run_a.pk, claim_a.attempt.id)["iperf3"]
+    procs.wait_for(lambda: mine["username"] in auth_reference.users.read_text(), 10,
+                   "the agent to write the turn")
+    out = tmp_path / "trickle.json"
+    with turn_credential(mine) as (auth, env), out.open("w") as sink:
+        trickle = subprocess.Popen(
+            ["iperf3", "-J", "-c", "127.0.0.1", "-p", str(auth_reference.port), "-t", "86400",
+             "-b", "1k", *auth], env=env, stdout=sink)
+        try:
+            procs.wait_for(lambda: connections(auth_reference.port) >= 2 or trickle.poll() is not None,
+                           10, "the long test to start", interval=0.2)
+            assert trickle.poll() is None  # it runs: a holder may start it
+            ask(a, run_a.pk, claim_a.attempt.id, release=True)
+            procs.wait_for(lambda: trickle.poll() is not None, 15, "the agent to end the test")
+        finally:
+            trickle.kill()
+            trickle.wait()
+    assert '"error"' in out.read_text()  # ended from the server's side, not finished
+    theirs = ask(b, run_b.pk, claim_b.attempt.id)["iperf3"]
+    procs.wait_for(lambda: theirs["username"] in auth_reference.users.read_text(), 10,
+                   "the agent to write the next turn")
+    assert iperf3(auth_reference.port, theirs) > 0.1
+
+
+def connections(port: int) -> int:
+    """The server's established connections (a running test has its control and data ones)."""
+    listed = runner.run(["ss", "-Htn", "state", "established", f"( sport = :{port} )"], timeout=5)
+    return len([line for line in listed.stdout.splitlines() if line.strip()])
 
 
 def test_the_turns_and_the_key_are_the_reference_agents_alone(

@@ -9,10 +9,15 @@ iperf3's `username,sha256("{username}password")`), and only the run that was han
 password with its turn can start a test. The private key never leaves the reference; the
 agent hands the platform its public half (PUT /api/v1/reference/iperf3-key), which the
 platform gives each turn's holder with its credential.
+
+A test started inside a turn could still run past it (`-t 86400 -b 1k`): iperf3 3.12 has no
+server-side limit on a test's length. So at every pass the agent also ends every connection
+to the server from an address that holds no turn now (`ss -K`): a test lasts its turn.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -21,6 +26,9 @@ from typing import Any
 import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from benchmarks import runner
+from benchmarks.parsers.ss import established_peers
 
 PRIVATE, PUBLIC, USERS = "private.pem", "public.pem", "users.csv"
 RSA_BITS = 2048
@@ -64,12 +72,24 @@ def write_users(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def normalised(addresses: list[Any]) -> set[str]:
+    """IP literals as ``ss`` and ipaddress write them (a host name is passed over)."""
+    out = set()
+    for address in addresses:
+        try:
+            out.add(str(ipaddress.ip_address(str(address).strip())))
+        except ValueError:
+            continue
+    return out
+
+
 class Iperf3Turns:
-    """Keeps the users file at the platform's list; refreshed by the agent's loop."""
+    """Keeps the users file at the platform's list, and cuts a test that outlived its turn;
+    refreshed by the agent's loop."""
 
     def __init__(self, session: requests.Session, api_url: str, directory: Path,
-                 timeout: float = 10) -> None:
-        self.session, self.timeout = session, timeout
+                 port: int = 5201, timeout: float = 10) -> None:
+        self.session, self.timeout, self.port = session, timeout, port
         self.base = f"{api_url.rstrip('/')}/api/v1/reference"
         self.directory = ensure_keys(directory)
         self.users = self.directory / USERS
@@ -83,15 +103,41 @@ class Iperf3Turns:
             raise RuntimeError(f"HTTP {response.status_code}: {response.text[:300]}")
 
     def refresh(self) -> str | None:
-        """Fetch the turns and rewrite the file when they changed; a line to report when the
-        fetch failed (the file then keeps the last list: a turn ends by running out anyway)."""
+        """Fetch the turns, rewrite the file when they changed and cut what runs outside
+        them; a line to report when something was cut or could not be done (a failed fetch
+        keeps the last file and cuts nothing: a turn ends by running out anyway)."""
         try:
             response = self.session.get(f"{self.base}/iperf3-users", timeout=self.timeout)
             response.raise_for_status()
-            text = users_text(response.json().get("users", []))
-        except (requests.RequestException, ValueError, AttributeError) as exc:
+            users = response.json().get("users", [])
+            text = users_text(users)
+            holders = normalised([a for u in users if isinstance(u, dict)
+                                  for a in u.get("addresses", [])])
+        except (requests.RequestException, ValueError, AttributeError, TypeError) as exc:
             return f"reference agent: iperf3 turns not fetched, keeping the last: {exc}"
         if text != self.written:
             write_users(self.users, text)
             self.written = text
+        try:
+            cut = self.cut(holders)
+        except (runner.CommandNotFound, runner.CommandTimeout, RuntimeError) as exc:
+            return f"reference agent: cannot end tests outside the turns: {exc}"
+        if cut:
+            return f"reference agent: ended iperf3 tests from {', '.join(cut)}: outside any turn"
         return None
+
+    def cut(self, holders: set[str]) -> list[str]:
+        """End every connection to the iperf3 server from an address that holds no turn now
+        (`ss -K`, CAP_NET_ADMIN): a test started in a turn stops when the turn ends, so a
+        holder cannot keep the server past it with a day-long test. The addresses cut."""
+        port = f"( sport = :{self.port} )"
+        listed = runner.run(["ss", "-Htn", "state", "established", port], timeout=5)
+        if listed.returncode != 0:
+            raise RuntimeError(f"ss: {listed.stderr.strip()[:200]}")
+        outside = sorted(established_peers(listed.stdout) - holders)
+        for peer in outside:
+            killed = runner.run(["ss", "-K", "-Htn", "state", "established", port, "dst", peer],
+                                timeout=5)
+            if killed.returncode != 0:
+                raise RuntimeError(f"ss -K: {killed.stderr.strip()[:200]}")
+        return outside

@@ -121,11 +121,11 @@ class ReferenceAgent:
         self.firewall = firewall
         return firewall
 
-    def authenticate(self, api_url: str, directory: Path) -> Iperf3Turns:
-        """Let only the turns' holders test on the iperf3 server: its key pair in
-        ``directory`` (made where missing), the public half handed to the platform (raises
-        when it is refused), and the users file refreshed by run()."""
-        turns = Iperf3Turns(self.session, api_url, directory, timeout=self.timeout)
+    def authenticate(self, api_url: str, directory: Path, port: int = 5201) -> Iperf3Turns:
+        """Let only the turns' holders test on the iperf3 server (on ``port``): its key pair
+        in ``directory`` (made where missing), the public half handed to the platform
+        (raises when it is refused), and the users file refreshed by run()."""
+        turns = Iperf3Turns(self.session, api_url, directory, port=port, timeout=self.timeout)
         turns.publish()
         turns.refresh()
         self.turns = turns
