@@ -258,11 +258,15 @@ def finish(node: Node, run_id: int, attempt_id: uuid.UUID, succeeded: bool,
                 _review(run, node, attempt_id, samples, inventory, now, references)
             except Refused as exc:
                 refused = exc
+        fault = "" if succeeded else _platform_fault(run, node, now)
         if refused is not None:
             _finish(run, Run.Status.FAILED, f"inconsistent result: {refused}"[:4000], now)
             Attempt.objects.filter(pk=attempt_id).update(finished_at=now,
                                                          outcome=Run.Status.FAILED)
+        elif fault and run.job.node_count == 1 and run.attempts < settings.RUN_MAX_ATTEMPTS:
+            _again_later(run, attempt_id, error, now)
         else:
+            run.fault = fault
             _store(run, node, attempt_id, succeeded, samples, error, inventory, now)
     if refused is not None:
         for violation in refused.found:
@@ -400,8 +404,6 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
     status = Run.Status.SUCCEEDED if succeeded else Run.Status.FAILED
     stored = Sample.objects.bulk_create([Sample(run=run, **s) for s in samples])
     run.inventory = inventory
-    if not succeeded:
-        run.fault = _platform_fault(run, node, now)
     _finish(run, status, "" if succeeded else (error or "probe failed"), now)
     Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
     # The board's projection (leaderboard) commits with the run.
@@ -413,6 +415,22 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
         # The GPU model stays the enrolled one (_review refuses another).
         Node.objects.filter(pk=node.pk).update(inventory=inventory,
                                                 gpu_model=_gpu_model(node, inventory))
+
+
+def _again_later(run: Run, attempt_id: uuid.UUID, error: str, now: Any) -> None:
+    """A one-node run that failed while the platform's reference was down failed by the
+    platform's fault: it goes back to the queue, and the sweeper sends it again once the
+    node has been quiet for RUN_REDISPATCH_SECONDS, not at once into the same outage. It
+    fails as any run does after RUN_MAX_ATTEMPTS."""
+    Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome="reference")
+    run.status, run.current_attempt, run.lease_expires_at = Run.Status.QUEUED, None, None
+    run.dispatched_at = now  # sent again by the sweeper (forget_stuck_dispatches)
+    run.error = (f"attempt {run.attempts} failed while the platform's reference was down; "
+                 f"it is tried again later: {error}")[:4000]
+    run.save(update_fields=["status", "current_attempt", "lease_expires_at", "dispatched_at",
+                            "error"])
+    log.info("run %s queued again: its reference was down", run.pk,
+             extra={"run_id": run.pk, "node_id": run.node_id, "attempt_id": attempt_id})
 
 
 def _platform_fault(run: Run, node: Node, now: Any) -> str:
