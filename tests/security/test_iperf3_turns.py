@@ -26,7 +26,7 @@ from fleet.models import ReferenceEndpoint, Region
 from fleet.services import reference_keys
 from jobs.services import iperf3_turns, lifecycle, submission
 from lab import procs
-from workers.host.iperf3_auth import USERS, ensure_keys, users_text
+from workers.host.iperf3_auth import USERS, Iperf3Turns, ensure_keys, users_text, write_users
 
 pytestmark = pytest.mark.slow
 
@@ -222,3 +222,15 @@ def test_an_answer_writes_nothing_but_names_and_hashes_into_the_users_file() -> 
                          {"username": "run9", "hash": "c" * 63 + "\n"}, "run10,abc", {}]
     text = users_text(answer)
     assert text.splitlines()[1:] == ["run7," + "a" * 64]
+
+
+def test_a_failing_fetch_keeps_the_last_turns_and_is_reported_once_while_it_fails(
+        tmp_path: Path) -> None:
+    turns = Iperf3Turns(requests.Session(), f"http://127.0.0.1:{procs.free_port()}",
+                        tmp_path / "auth", port=procs.free_port(), timeout=2)
+    write_users(turns.users, users_text([{"username": "run7", "hash": "a" * 64}]))
+    turns.written = turns.users.read_text()
+    first = turns.refresh()  # nothing answers at that port
+    assert first is not None and "not fetched, keeping the last" in first
+    assert turns.refresh() is None  # the agent's loop passes several times a second
+    assert "run7," in turns.users.read_text()

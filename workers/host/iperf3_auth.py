@@ -94,6 +94,7 @@ class Iperf3Turns:
         self.directory = ensure_keys(directory)
         self.users = self.directory / USERS
         self.written = self.users.read_text()
+        self.said: str | None = None  # the last line reported: one pass's news is said once
 
     def publish(self) -> None:
         """Hand the platform the public key its turns' holders encrypt their credential with."""
@@ -104,8 +105,16 @@ class Iperf3Turns:
 
     def refresh(self) -> str | None:
         """Fetch the turns, rewrite the file when they changed and cut what runs outside
-        them; a line to report when something was cut or could not be done (a failed fetch
-        keeps the last file and cuts nothing: a turn ends by running out anyway)."""
+        them; a line to report when something was cut or could not be done, once while it
+        stays so (the loop passes several times a second; a failed fetch keeps the last
+        file and cuts nothing: a turn ends by running out anyway)."""
+        line = self._refresh()
+        if line == self.said:
+            return None
+        self.said = line
+        return line
+
+    def _refresh(self) -> str | None:
         try:
             response = self.session.get(f"{self.base}/iperf3-users", timeout=self.timeout)
             response.raise_for_status()
