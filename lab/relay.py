@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 CHUNK = 256 * 1024
 SPIN = 0.0005  # seconds of busy-waiting before a chunk is due: sleeps overshoot a little
+# The relay's own cost of a round trip is about 0.1 ms here (kernel-stamped arrivals); a
+# calibration above this measured the machine's load, not the relay.
+MAX_OVERHEAD = 0.001
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,12 @@ def forwarding_overhead(delay: float, rounds: int = 30) -> float:
     Measured here, at start, with the relay's own machinery and the configured delay: a
     loopback echo reached directly, then through a delayed_copy pair. Thread wake-ups cost
     more after a long idle sleep (the virtual CPU halts), so it is measured at the real
-    delay. The relay subtracts it, so a round trip through it takes the configured delay."""
+    delay. The relay subtracts it, so a round trip through it takes the configured delay.
+
+    Each path's fastest round trip is compared, not its median: a busy machine only adds to
+    a round trip, and a relay started while a lab's other processes were starting measured
+    a median overhead of 4.6 ms once (CI), took it off a 5 ms delay and delivered 0.4 ms.
+    What is left above MAX_OVERHEAD is a busy start, not the relay, and is not subtracted."""
     echo = socket.socket()
     echo.bind(("127.0.0.1", 0))
     echo.listen(4)
@@ -221,7 +229,7 @@ def forwarding_overhead(delay: float, rounds: int = 30) -> float:
             sock.sendall(b"x")
             sock.recv(1)
             samples.append(time.monotonic() - start)
-        return sorted(samples)[rounds // 2]
+        return min(samples)
 
     direct = Address("127.0.0.1", port).connect()
     front = socket.socket()
@@ -233,7 +241,7 @@ def forwarding_overhead(delay: float, rounds: int = 30) -> float:
     overhead = max(0.0, rtt(relayed) - rtt(direct) - delay)
     for sock in (direct, relayed, front, echo):
         sock.close()
-    return overhead
+    return min(overhead, MAX_OVERHEAD)
 
 
 def realtime() -> None:
