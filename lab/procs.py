@@ -51,14 +51,7 @@ class Proc:
             pass
 
     def stop(self, timeout: float = 10) -> None:
-        if self.alive():
-            self.kill(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        self.kill(signal.SIGKILL)  # and anything left in its group
-        self.popen.wait()
+        stop_all([self], timeout)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -185,11 +178,6 @@ def reference_agent_argv(api_url: str, key_file: Path, iperf3_log: Path,
             *(["--iperf3-auth", str(iperf3_auth), "--iperf3-port", str(iperf3_port)]
               if iperf3_auth else []), "--interval", "0.2"]
 
-
-def iperf3_auth_args(directory: Path) -> list[str]:
-    """`iperf3 -s` arguments that let in only the turns' holders (workers.host.iperf3_auth)."""
-    return ["--rsa-private-key-path", str(directory / "private.pem"),
-            "--authorized-users-path", str(directory / "users.csv")]
 
 
 def start_reference_agent(api_url: str, key_file: Path, iperf3_log: Path,

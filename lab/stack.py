@@ -20,7 +20,7 @@ import requests
 from benchmarks import runner
 from lab import procs
 from lab.netlab import NetLab
-from workers.host.iperf3_auth import ensure_keys
+from workers.host.iperf3_auth import ensure_keys, server_args
 
 IPERF3_PORT = 5201
 ECHO_PORT = 7007
@@ -85,8 +85,7 @@ class LabStack:
         addr = self.lab.address(name)
         # Only the run holding the turn gets in: the agent keeps the users file at the
         # platform's turns (its key pair made here first, so the server starts with it).
-        auth = " ".join(f"'{a}'" for a in procs.iperf3_auth_args(
-            ensure_keys(self.iperf3_auth(name))))
+        auth = " ".join(f"'{a}'" for a in server_args(ensure_keys(self.iperf3_auth(name))))
         # -J --logfile: the reference's own report of every test, its agent hands them in.
         # (restarted when it exits: with -J, iperf3 3.12's server exits after a failed test)
         self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, [

@@ -26,7 +26,14 @@ from fleet.models import ReferenceEndpoint, Region
 from fleet.services import reference_keys
 from jobs.services import iperf3_turns, lifecycle, submission
 from lab import procs
-from workers.host.iperf3_auth import USERS, Iperf3Turns, ensure_keys, users_text, write_users
+from workers.host.iperf3_auth import (
+    USERS,
+    Iperf3Turns,
+    ensure_keys,
+    server_args,
+    users_text,
+    write_users,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +53,7 @@ def auth_reference(hangzhou: Region, live_server: Any, tmp_path: Path) -> Iterat
     auth = ensure_keys(tmp_path / "iperf3-auth")
     port = procs.free_port()
     server = procs.start_iperf3_server(port, tmp_path, report_log=tmp_path / "iperf3.json",
-                                       extra=procs.iperf3_auth_args(auth))
+                                       extra=server_args(auth))
     endpoint = ReferenceEndpoint.objects.create(region=hangzhou, name="ref1", host="127.0.0.1",
                                                 iperf3_port=port)
     key_file = tmp_path / "reference.key"

@@ -17,7 +17,6 @@ to the server from an address that holds no turn now (`ss -K`): a test lasts its
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from pathlib import Path
@@ -29,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from benchmarks import runner
 from benchmarks.parsers.ss import established_peers
+from workers.host.reference_firewall import split
 
 PRIVATE, PUBLIC, USERS = "private.pem", "public.pem", "users.csv"
 RSA_BITS = 2048
@@ -65,22 +65,17 @@ def users_text(users: list[dict[str, Any]]) -> str:
     return HEADER + "".join(lines)
 
 
+def server_args(directory: Path) -> list[str]:
+    """`iperf3 -s` arguments that let in only the turns' holders, from ``directory``."""
+    return ["--rsa-private-key-path", str(directory / PRIVATE),
+            "--authorized-users-path", str(directory / USERS)]
+
+
 def write_users(path: Path, text: str) -> None:
     """Replace the file whole: iperf3 never reads half of it."""
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(path)
-
-
-def normalised(addresses: list[Any]) -> set[str]:
-    """IP literals as ``ss`` and ipaddress write them (a host name is passed over)."""
-    out = set()
-    for address in addresses:
-        try:
-            out.add(str(ipaddress.ip_address(str(address).strip())))
-        except ValueError:
-            continue
-    return out
 
 
 class Iperf3Turns:
@@ -120,8 +115,10 @@ class Iperf3Turns:
             response.raise_for_status()
             users = response.json().get("users", [])
             text = users_text(users)
-            holders = normalised([a for u in users if isinstance(u, dict)
-                                  for a in u.get("addresses", [])])
+            # As the firewall reads its list: IP literals, IPv4-mapped ones as IPv4 (as ss
+            # writes a dual-stack server's IPv4 clients), anything else left out.
+            holders = set().union(*split(a for u in users if isinstance(u, dict)
+                                         for a in u.get("addresses", [])))
         except (requests.RequestException, ValueError, AttributeError, TypeError) as exc:
             return f"reference agent: iperf3 turns not fetched, keeping the last: {exc}"
         if text != self.written:
