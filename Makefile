@@ -74,11 +74,17 @@ lint: venv
 	$(MAKE) check-schema
 
 # The web pages' Simplified Chinese catalogue: extract the marked strings (templates, gettext,
-# gettext_noop in contract/ and leaderboard/), translate the new ones in the .po, compile.
+# gettext_noop in contract/, board/ and web/), translate the new ones in the .po, compile.
 messages: venv
 	$(PY) manage.py makemessages -l zh_Hans --no-obsolete --ignore='.venv/*' --ignore='var/*' \
 	    --ignore='tests/*' --ignore='perf/*' --ignore='lab/*' --ignore='workers/*'
 	msgfmt --check-format -o locale/zh_Hans/LC_MESSAGES/django.mo locale/zh_Hans/LC_MESSAGES/django.po
+	# benchctl's own catalogue: every module that takes _() from workers.i18n.
+	cd workers && xgettext -L Python -k_ -kgettext_noop --from-code=UTF-8 --add-location=file \
+	    -o /tmp/benchctl.pot $$(cd .. && grep -rl 'from workers.i18n import' workers lab \
+	    | sort | sed 's|^workers/||; s|^lab/|../lab/|')
+	msgmerge -q -U --backup=none workers/locale/zh_Hans/LC_MESSAGES/benchctl.po /tmp/benchctl.pot
+	msgfmt -c -o workers/locale/zh_Hans/LC_MESSAGES/benchctl.mo workers/locale/zh_Hans/LC_MESSAGES/benchctl.po
 
 schema: venv
 	$(PY) manage.py spectacular --file api/openapi.yaml --validate

@@ -1,1 +1,1 @@
-"""The REST layer (DRF): thin views over the services in fleet/, jobs/ and leaderboard/."""
+"""The REST layer (DRF): thin views over the services in fleet/, jobs/, board/ and certification/."""

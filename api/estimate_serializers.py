@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from leaderboard.services import estimate, estimate_board
+from board import estimate, estimate_board
 
 MAX_IDS = estimate_board.MAX_CANDIDATES
 
@@ -18,7 +18,7 @@ def ids() -> serializers.IntegerField:
 
 class WorkloadSerializer(serializers.Serializer[Any]):
     preset = serializers.ChoiceField(choices=sorted(estimate.presets()), required=False,
-                                     help_text="a model from leaderboard/data/workloads.yaml; "
+                                     help_text="a model from board/data/workloads.yaml; "
                                                "explicit figures below override it")
     params = serializers.FloatField(min_value=1e3, max_value=1e13, required=False,
                                     help_text="trainable parameters")

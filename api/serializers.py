@@ -9,6 +9,8 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from board import clusters, stability_board
+from board.links import link_data
 from contract.suites import (
     MEASURING_SUITES,
     PROFILES,
@@ -17,11 +19,9 @@ from contract.suites import (
     InvalidParams,
     resolve_params,
 )
-from fleet.models import Node, Provider
+from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, Run, Sample
 from jobs.services import intake, multi_node
-from leaderboard.services import clusters, stability_board
-from leaderboard.services.links import link_data
 
 
 class EnrolmentTokenRequestSerializer(serializers.Serializer[Any]):
@@ -103,12 +103,6 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
         extra_kwargs = {"trial_of": {"help_text": "a buyer's trial agent: the node it measures "
                                                   "(listed to that buyer only)"},
                         "trial_ends_at": {"help_text": "when the trial agent's key stops working"}}
-
-
-class ProviderSerializer(serializers.ModelSerializer[Provider]):
-    class Meta:
-        model = Provider
-        fields = ["id", "name", "kind"]
 
 
 class BenchmarkRequestSerializer(serializers.Serializer[Any]):

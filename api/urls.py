@@ -3,6 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from api.views import (
     benchmarks,
+    certification,
     clusters,
     enrolment,
     estimates,
@@ -15,7 +16,6 @@ from api.views import (
     stability,
     trials,
 )
-from certification import api as certification
 
 router = SimpleRouter(trailing_slash=False)
 router.register("benchmarks", benchmarks.BenchmarkViewSet, basename="benchmark")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.sample import percentile
+from contract.sample import percentile
 
 NO_GPU = "skipped: no NVIDIA GPU"
 # A GPU under this utilisation is counted as starved (waiting on input, comms or the host).

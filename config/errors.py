@@ -1,7 +1,7 @@
 """What a domain service raises when it refuses a request: the kind of refusal, never an HTTP
 status. `api/errors.py` maps each kind to its status once, for every endpoint.
 
-They live beside the settings because every app (fleet, jobs, leaderboard, certification)
+They live beside the settings because every app (fleet, jobs, board, certification)
 raises them and none may import another app's exceptions against the dependency order.
 """
 

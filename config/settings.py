@@ -115,9 +115,10 @@ INSTALLED_APPS = [
     "django_prometheus",
     "fleet",
     "jobs",
-    "leaderboard",
+    "board",
     "certification",
     "api",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -317,7 +318,7 @@ LEADERBOARD_STALE_DAYS = envint("LEADERBOARD_STALE_DAYS", 30)
 # A board value is the median of a node's last LEADERBOARD_RUNS ranked runs within the window.
 LEADERBOARD_RUNS = envint("LEADERBOARD_RUNS", 5)
 LEADERBOARD_WINDOW_DAYS = envint("LEADERBOARD_WINDOW_DAYS", 30)
-# Weights of the training readiness score's parts (leaderboard/services/score.py), e.g.
+# Weights of the training readiness score's parts (board/score.py), e.g.
 # SCORE_WEIGHTS="bandwidth=3,latency=2,gpu_utilisation=0".
 SCORE_WEIGHTS = {
     k.strip(): float(v) for k, _, v in

@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from api import login_throttle
 from api.views.metrics import metrics_view
-from leaderboard import views as web
+from web.pages import board, certification, compare, estimate, job, node, provider
 
 
 def pages(named: bool) -> list[URLPattern]:
@@ -18,13 +18,13 @@ def pages(named: bool) -> list[URLPattern]:
     def page(route: str, view: Callable[..., HttpResponse], name: str) -> URLPattern:
         return path(route, view, name=name) if named else path(route, view)
     return [
-        page("", web.leaderboard_page, "leaderboard-page"),
-        page("compare/", web.compare_page, "compare-page"),
-        page("estimate/", web.estimate_page, "estimate-page"),
-        page("nodes/<int:node_id>/", web.node_page, "node-page"),
-        page("providers/<int:provider_id>/", web.provider_page, "provider-page"),
-        page("jobs/<int:job_id>/", web.job_page, "job-page"),
-        page("certification/", web.certification_page, "certification-page"),
+        page("", board.leaderboard_page, "leaderboard-page"),
+        page("compare/", compare.compare_page, "compare-page"),
+        page("estimate/", estimate.estimate_page, "estimate-page"),
+        page("nodes/<int:node_id>/", node.node_page, "node-page"),
+        page("providers/<int:provider_id>/", provider.provider_page, "provider-page"),
+        page("jobs/<int:job_id>/", job.job_page, "job-page"),
+        page("certification/", certification.certification_page, "certification-page"),
     ]
 
 

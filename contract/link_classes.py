@@ -10,7 +10,6 @@ Certification, the score and the diagnosis all read these.
 
 from __future__ import annotations
 
-NOMINAL_GBPS = (1.0, 10.0, 25.0, 40.0, 100.0, 200.0, 400.0)
 ATTAINABLE = 0.9
 
 
@@ -21,8 +20,3 @@ def floor(nominal_gbps: float) -> float:
 
 def reaches(measured_gbps: float, nominal_gbps: float) -> bool:
     return measured_gbps >= floor(nominal_gbps)
-
-
-def class_of(measured_gbps: float) -> float | None:
-    """The fastest nominal class the measured figure qualifies for; None below 1 GbE."""
-    return max((c for c in NOMINAL_GBPS if reaches(measured_gbps, c)), default=None)

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+# A peer that is another node of the job (references are "reference:REGION:NAME"); the
+# platform reads it back from a sample's peer to find the link it measured.
+MESH_PREFIX = "node:"
+
 
 class PeerSpec(TypedDict, total=False):
     name: str  # "reference:REGION:NAME"

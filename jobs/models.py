@@ -132,7 +132,7 @@ class ReferenceRecord(models.Model):
     """What a reference's own server recorded of one test, as its agent handed it in.
 
     The payload is the platform's own parse of the server's raw report (the agent sends
-    what the server wrote; benchmarks.parsers.iperf3_server and the echo record parser read
+    what the server wrote; contract.iperf3_server and the echo record parser read
     it here), so an agent can add nothing a server did not write.
     """
 

@@ -1,4 +1,4 @@
-"""What jobs tells the apps above it (leaderboard, certification), without importing them:
+"""What jobs tells the apps above it (board, certification), without importing them:
 they connect in their AppConfig.ready()."""
 
 from django.dispatch import Signal

@@ -32,10 +32,10 @@ from typing import Any
 
 import requests
 
+from board import estimate
 from lab import netlab
 from lab.platform_stack import REPO, PlatformStack, say
 from lab.stack import LabStack
-from leaderboard.services import estimate
 
 VAR = REPO / "var" / "accuracy"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -23,7 +23,7 @@ from typing import Any
 
 import requests
 
-from benchmarks.sample import percentile
+from contract.sample import percentile
 from lab import procs
 from lab.platform_stack import REPO, PlatformStack, say
 from perf.profile import Profile

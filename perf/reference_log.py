@@ -22,7 +22,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.parsers.iperf3_server import json_objects
+from contract.iperf3_server import json_objects
 from workers.host.reference_agent import MAX_BATCH, READ_BYTES, LogTail
 
 

@@ -31,7 +31,7 @@ import redis
 import requests
 from celery import Celery
 
-from benchmarks.sample import percentile
+from contract.sample import percentile
 from lab import procs
 from lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
 from perf.bare import make_app as make_bare_app

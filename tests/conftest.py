@@ -26,6 +26,17 @@ hypothesis_settings.register_profile("suite", deadline=None)
 hypothesis_settings.load_profile("suite")
 
 
+@pytest.fixture(autouse=True)
+def english_after_each_test() -> Iterator[None]:
+    """A page fetched in Chinese with the test client leaves Chinese active in this thread
+    (LocaleMiddleware activates, nothing deactivates): the next test of the same process,
+    whichever it is, would read its English sentences in Chinese."""
+    yield
+    from django.utils import translation
+
+    translation.deactivate()
+
+
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("run")

@@ -19,9 +19,9 @@ from api.serializers import (
     LinkMatrixSerializer,
     RegionPathPageSerializer,
 )
+from board import clusters, links
 from contract import metrics
 from jobs.models import BenchmarkJob
-from leaderboard.services import clusters, links
 
 FORMAT = OpenApiParameter("format", str, enum=["json", "csv"])
 

@@ -9,9 +9,9 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from api.estimate_serializers import EstimatePageSerializer, EstimateRequestSerializer
-from leaderboard.services import estimate_board
+from board import estimate_board
 
-MODEL_DOC = "README.md#what-would-my-job-take-and-cost (leaderboard/services/estimate.py)"
+MODEL_DOC = "README.md#what-would-my-job-take-and-cost (board/estimate.py)"
 
 
 class EstimateView(APIView):

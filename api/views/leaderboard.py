@@ -26,11 +26,9 @@ from api.serializers import (
     entries_data,
     evidence_label,
 )
-from config.errors import Invalid
-from fleet.models import Node
-from leaderboard.models import LatestResult
-from leaderboard.services import diagnosis, score, stability_board
-from leaderboard.services.ranking import (
+from board import diagnosis, score, stability_board
+from board.models import LatestResult
+from board.ranking import (
     DEFAULT_METRIC,
     HISTORY_MAX_PAGE,
     HISTORY_PAGE,
@@ -44,6 +42,8 @@ from leaderboard.services.ranking import (
     profile_for,
     ranked,
 )
+from config.errors import Invalid
+from fleet.models import Node
 
 FILTER_PARAMS = [
     OpenApiParameter("metric", str, description=f"rank on this metric (default {DEFAULT_METRIC})"),

@@ -16,10 +16,10 @@ from rest_framework.views import APIView
 
 from api.permissions import current_user
 from api.stability_serializers import NodeStabilitySerializer, PauseRequestSerializer, PauseSerializer
+from board import stability_board
 from fleet.models import Node, RetestPause
 from jobs.models import Retest
 from jobs.services import retests
-from leaderboard.services import stability_board
 
 SHOWN_RETESTS = 100
 

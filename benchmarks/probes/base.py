@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from benchmarks.sample import Sample
-from contract.run_spec import Rendezvous
+from contract.run_spec import MESH_PREFIX, Rendezvous
+from contract.sample import Sample
 
 
 class ProbeError(Exception):
@@ -21,7 +21,6 @@ class Cancelled(ProbeError):
         super().__init__("the platform cancelled this run (or its lease was taken over)")
 
 
-MESH_PREFIX = "node:"  # a peer that is another node of the job (references: "reference:")
 # A reference may be named by DNS; a node is an IP literal (checked at enrolment). Nothing
 # that a tool could take for an option, or for more than one argument, reaches a command.
 HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*")

@@ -18,8 +18,8 @@ from benchmarks import nvml
 from benchmarks.nvml import NO_GPU
 from benchmarks.probes import isolated
 from benchmarks.probes.base import Probe, ProbeError
-from benchmarks.sample import Sample, summarise
 from contract import metrics
+from contract.sample import Sample, summarise
 
 MIB = 1 << 20
 GB = 1e9

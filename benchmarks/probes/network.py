@@ -16,12 +16,13 @@ from typing import Any
 
 from benchmarks import runner
 from benchmarks.parsers.iperf3 import Iperf3Error, Iperf3Result, parse_iperf3
-from benchmarks.parsers.iperf3_server import ServerReport, json_objects, server_report
 from benchmarks.parsers.ping import PingResult, parse_ping
 from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
-from benchmarks.probes.base import MESH_PREFIX, Peer, Probe, ProbeError
-from benchmarks.sample import Sample, repeat_until_stable, summarise
+from benchmarks.probes.base import Peer, Probe, ProbeError
 from contract import metrics
+from contract.iperf3_server import ServerReport, json_objects, server_report
+from contract.run_spec import MESH_PREFIX
+from contract.sample import Sample, repeat_until_stable, summarise
 from contract.schedule import link_rounds
 from contract.suites import turn_seconds
 

@@ -6,8 +6,8 @@ import time
 
 from benchmarks import runner
 from benchmarks.probes.base import Probe
-from benchmarks.sample import Sample, summarise
 from contract import metrics
+from contract.sample import Sample, summarise
 
 
 class NoopProbe(Probe):

@@ -24,8 +24,8 @@ from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.probes.storage_checkpoint import checkpoint_samples
 from benchmarks.probes.storage_dataset import dataset_samples
 from benchmarks.probes.storage_fio import FioPlan, fio_samples
-from benchmarks.sample import Sample
 from contract import metrics
+from contract.sample import Sample
 
 DATA_DIR_ENV = "BENCH_DATA_DIR"
 # Only ever used through mkdtemp, so a shared world-writable directory is safe.

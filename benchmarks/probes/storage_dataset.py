@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks.probes import isolated
 from benchmarks.probes.base import ProbeError
 from benchmarks.probes.storage_cache import PAGE_CACHE_NOTE, drop_cached_pages
-from benchmarks.sample import Sample, per_second, summarise
+from contract.sample import Sample, per_second, summarise
 
 # A batch like a data loader's; default collation stacks the records into one tensor.
 LOADER_BATCH_SIZE = 64

@@ -15,7 +15,7 @@ from benchmarks import runner
 from benchmarks.parsers import ParseError
 from benchmarks.parsers.fio import FioError, FioResult, parse_fio
 from benchmarks.probes.base import ProbeError
-from benchmarks.sample import Sample, summarise
+from contract.sample import Sample, summarise
 
 GB = 1e9
 MIB = 1024 * 1024

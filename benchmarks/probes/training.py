@@ -26,8 +26,8 @@ from benchmarks.probes import isolated
 from benchmarks.probes.base import Probe, ProbeError
 from benchmarks.probes.training_ddp import NCCL_LOG_NAME
 from benchmarks.probes.training_samples import dataloader_samples, distributed_samples
-from benchmarks.sample import Sample
 from contract import metrics, suites
+from contract.sample import Sample
 
 # What runs in the launcher child for each phase.
 PHASES = {"distributed": "benchmarks.probes.training:launch_ranks",

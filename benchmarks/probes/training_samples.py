@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks.probes.training_ddp import ACCUMULATIONS, ALLREDUCE_WARMUP, busbw_factor
-from benchmarks.sample import Sample, single, summarise
+from contract.sample import Sample, single, summarise
 
 
 def comm_share(step_ms: float, compute_ms: float) -> float:

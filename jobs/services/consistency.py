@@ -368,7 +368,6 @@ CHECKS: list[Check] = [
     step_at_least_compute, comm_share_matches_step, samples_per_s_matches_step,
     step_within_attainable, within_gpu_peak, utilisation_needs_power,
 ]
-CHECK_NAMES = [c.__name__ for c in CHECKS]
 
 
 def violations(facts: Facts, checks: Iterable[Check] = CHECKS) -> list[Violation]:

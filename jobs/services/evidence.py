@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.sample import summarise
 from contract import metrics
+from contract.sample import summarise
 from fleet.models import ReferenceEndpoint
 from jobs.models import Sample
 from jobs.services import reference_records

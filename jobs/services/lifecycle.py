@@ -406,7 +406,7 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
     run.inventory = inventory
     _finish(run, status, "" if succeeded else (error or "probe failed"), now)
     Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
-    # The board's projection (leaderboard) commits with the run.
+    # The board's projection (board.latest) commits with the run.
     run_stored.send(Run, run=run, samples=stored, succeeded=succeeded)
     log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
                                                  "node_id": node.pk, "attempt_id": attempt_id})

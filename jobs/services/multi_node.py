@@ -27,8 +27,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from benchmarks.probes.base import MESH_PREFIX
 from contract import metrics
+from contract.run_spec import MESH_PREFIX
 from contract.suites import SUITES
 from fleet.models import Node
 from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample

@@ -24,8 +24,8 @@ from django.conf import settings
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 
-from benchmarks.parsers.iperf3_server import ServerReport, server_report, storable
 from config.errors import Invalid
+from contract.iperf3_server import ServerReport, server_report, storable
 from fleet.models import ReferenceEndpoint
 from jobs.models import ReferenceRecord
 from jobs.services.echo_tokens import is_echo_token

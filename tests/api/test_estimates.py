@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from board import estimate
 from fleet.models import Node, Region
 from jobs.models import ClusterResult
-from leaderboard.services import estimate
+from tests.board.test_links_clusters import multi_node_job, uniform
 from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
-from tests.leaderboard.test_links_clusters import multi_node_job, uniform
 
 A100_NAME = "NVIDIA A100-SXM4-80GB"
 A100 = HONEST_INVENTORY | {"gpu": {"available": True, "devices": [{"name": A100_NAME}]}}

@@ -10,9 +10,9 @@ import torch
 
 from benchmarks.probes.base import ProbeContext
 from benchmarks.probes.gpu import GpuProbe, tf32_matmul
-from benchmarks.sample import Sample
 from contract import gpu_models
 from contract.metrics import METRICS as ALL_METRICS
+from contract.sample import Sample
 from contract.suites import PARAMS
 from jobs.services.consistency import PEAK_SLACK
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from benchmarks.sample import percentile, repeat_until_stable, summarise
+from contract.sample import percentile, repeat_until_stable, summarise
 
 
 def test_a_summary_has_the_median_and_the_spread() -> None:

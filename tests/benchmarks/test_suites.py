@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.probes import PROBES
+from contract import metrics
 from contract.suites import PARAMS, InvalidParams, resolve_params
 
 
@@ -28,3 +30,9 @@ def test_out_of_bounds_parameters_name_the_field(overrides: dict[str, object], f
 def test_an_unknown_profile_is_refused() -> None:
     with pytest.raises(InvalidParams):
         resolve_params({}, "turbo")
+
+
+def test_each_probe_measures_the_family_the_intake_accepts_from_it() -> None:
+    # The intake (jobs) knows a probe's metrics from the contract alone, never from the probe.
+    assert {name: set(p.produces) for name, p in PROBES.items()} == {
+        name: set(metrics.family(name)) for name in PROBES}

@@ -15,8 +15,8 @@ import torch
 from benchmarks.probes import training_models as tm
 from benchmarks.probes.base import ProbeContext
 from benchmarks.probes.training import TrainingProbe
-from benchmarks.sample import Sample
 from contract import training_shapes as ts
+from contract.sample import Sample
 from contract.suites import PARAMS, PROFILES, choice, resolve_params
 from jobs.models import BenchmarkJob
 

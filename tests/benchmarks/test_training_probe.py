@@ -13,8 +13,8 @@ import torch.multiprocessing as mp
 
 from benchmarks.probes.base import ProbeContext
 from benchmarks.probes.training import TrainingProbe, free_port
-from benchmarks.sample import Sample
 from contract.metrics import METRICS as ALL_METRICS
+from contract.sample import Sample
 from contract.suites import PARAMS
 
 # The busbw test compares the probe's all-reduce timing with direct ones: beside another test

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.parsers.iperf3_server import server_report, storable
+from contract.iperf3_server import server_report, storable
 from fleet.models import ReferenceEndpoint, Region
 from jobs.models import ReferenceRecord
 from jobs.services import reference_records

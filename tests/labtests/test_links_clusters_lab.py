@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from board.models import LatestResult
 from jobs.models import ClusterResult, LinkResult, Run
 from jobs.services import submission
 from lab.procs import wait_for
 from lab.stack import LabStack
-from leaderboard.models import LatestResult
 from tests.labtests.labs import lab_of
 
 pytestmark = [

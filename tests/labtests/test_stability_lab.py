@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from board import stability_board
 from fleet.models import Node, Provider, Region
 from jobs.models import Retest, Run
 from jobs.services import retests
 from lab.procs import wait_for
 from lab.stack import LabStack
-from leaderboard.services import stability_board
 from tests.labtests.labs import lab_of
 
 pytestmark = [

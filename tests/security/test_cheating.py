@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
 from api.errors import status_of
+from board.models import LatestResult
 from certification.models import Certificate, CertificationRequest
 from certification.services import criteria, signing
 from certification.services import issuing as certification
@@ -29,7 +30,6 @@ from fleet.services import revocation
 from jobs.models import Run, Sample
 from jobs.services import lifecycle, observability, submission
 from lab.procs import REPO
-from leaderboard.models import LatestResult
 from tests.fixtures import HONEST_INVENTORY, reference_samples
 from workers.buyer import certificate, trust_store
 

@@ -29,7 +29,7 @@ def test_zero_small_file_figures_do_not_take_the_pages_down(buyer: Any, enrol_no
 
 def test_a_rule_that_cannot_judge_a_row_says_so_and_the_row_still_shows(
         buyer: Any, enrol_node: Any, monkeypatch: Any) -> None:
-    from leaderboard.services import diagnosis
+    from board import diagnosis
 
     def broken(values: Any) -> None:
         raise ZeroDivisionError("a rule nobody tested")

@@ -10,12 +10,12 @@ from typing import Any
 
 from django.utils import timezone
 
+from board import stability_board
 from certification.models import Certificate
 from fleet.models import Node
 from fleet.services import identity, revocation
 from jobs.models import Retest
 from jobs.services import lifecycle, submission
-from leaderboard.services import stability_board
 
 BOARD = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5a1c3f00-aaaa-bbbb-cccc-0123456789ab",
          "serial": "1650123456789"}

@@ -9,8 +9,8 @@ from typing import Any
 from django.test import Client
 
 from jobs.services import multi_node, submission
-from leaderboard import page
-from tests.leaderboard.test_links_clusters import multi_node_job, uniform
+from tests.board.test_links_clusters import multi_node_job, uniform
+from web import page
 
 CUSTOM = {"iperf3_duration": 3}  # its own parameters: kept for its owner, ranked nowhere
 

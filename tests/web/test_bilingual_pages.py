@@ -268,8 +268,8 @@ def test_a_chinese_reader_finds_the_fastest_shenzhen_cluster_within_budget_and_w
     """The issue's "done when", in Chinese only: filter to Guangdong under a budget, take the
     fastest cluster left, compare it with a Hangzhou one, read why it is slower. The buyer
     measured the clusters with trial agents (what the board ranks)."""
+    from tests.board.test_links_clusters import multi_node_job, uniform
     from tests.fixtures import trial_agent
-    from tests.leaderboard.test_links_clusters import multi_node_job, uniform
 
     settings.TRIAL_TOKENS_PER_DAY = 100
 

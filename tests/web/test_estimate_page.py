@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from board import estimate, estimate_board
 from fleet.models import Node, Region
-from leaderboard import charts
-from leaderboard.services import estimate, estimate_board
 from tests.api import test_estimates
 from tests.fixtures import Actor, measured, trial_agent
+from web import charts
 
 cluster = test_estimates.cluster  # the API test's fixture, used here too
 

@@ -18,9 +18,9 @@ from django.utils import timezone
 from fleet.models import Node
 from jobs.models import Retest
 from jobs.services import retests
-from leaderboard.page import figure
 from tests.fixtures import Actor, Enrolled, measured, trial_agent
 from tests.jobs.test_retests import week
+from web.page import figure
 
 BOARD = "?metric=network.tcp_throughput&profile=quick&evidence=any"
 CORE_PARTS = {"network.tcp_rtt": 1.0, "storage.randread_iops": 100_000.0, "storage.randread_lat_mean": 320.0,

@@ -23,8 +23,8 @@ import requests
 from fleet.models import Node, Region
 from jobs.models import ClusterResult
 from lab.procs import REPO
+from tests.board.test_links_clusters import multi_node_job, uniform
 from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
-from tests.leaderboard.test_links_clusters import multi_node_job, uniform
 from workers import cli, i18n
 from workers.buyer import estimate
 from workers.buyer.display import number

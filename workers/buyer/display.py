@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from contract import numbers
 from workers.i18n import _
 
 SIGNIFICANT = 4
@@ -27,21 +28,7 @@ console = Console()
 
 
 def number(value: float | None) -> str:
-    """47240.3 -> "47,240", 9.4123 -> "9.412", 0.0123 -> "0.0123", None -> ""."""
-    if value is None:
-        return ""
-    if isinstance(value, int):
-        return f"{value:,}"
-    if not math.isfinite(value):
-        return str(value)
-    if value == 0:
-        return "0"
-    # Decimals for SIGNIFICANT digits; a figure of 1,000 or more shows its whole part.
-    decimals = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
-    text = f"{value:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
+    return numbers.number(value, SIGNIFICANT)
 
 
 def same_figure(a: float, b: float) -> bool:

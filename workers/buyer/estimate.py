@@ -1,7 +1,7 @@
 """benchctl estimate: what a buyer's own training job would take and cost on each candidate.
 
 The platform does the arithmetic (POST /api/v1/estimates; the model is
-leaderboard/services/estimate.py) from each candidate's board figures. This module turns the
+board/estimate.py) from each candidate's board figures. This module turns the
 command line into the request, and the answer into rows: for people, the ranked candidates
 with the bottleneck in a sentence of their own language and marks on figures that are a CPU's
 or missing, then the skipped candidates with their reason; for machines, the raw numbers.

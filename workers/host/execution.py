@@ -14,8 +14,8 @@ from benchmarks.parsers import ParseError
 from benchmarks.probes import PROBES, ProbeContext, ProbeError
 from benchmarks.probes.base import Cancelled, MeshNode, Peer, ReferenceSlots, no_barrier
 from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
-from benchmarks.sample import Sample
 from contract.run_spec import RunSpec
+from contract.sample import Sample
 from workers.host import inventory
 from workers.host.api_client import ApiError, NodeApi
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import requests
 
-from benchmarks.parsers.iperf3_server import log_records, storable
+from contract.iperf3_server import log_records, storable
 from workers.host.iperf3_auth import Iperf3Turns
 from workers.host.reference_firewall import Firewall
 

@@ -1,0 +1,1 @@
+"""Every figure derived from results: node rows, links, clusters, stability, estimate, score."""

@@ -1,0 +1,22 @@
+from django.apps import AppConfig
+
+
+class BoardConfig(AppConfig):
+    name = "board"
+    # The label the app had as "leaderboard": its tables (leaderboard_latestresult) and its
+    # migration history keep that name, so a deployed database needs no renaming.
+    label = "leaderboard"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from jobs.signals import run_stored
+
+        run_stored.connect(_project)
+
+
+def _project(run: object, samples: object, succeeded: bool, **_: object) -> None:
+    # The board counts ranked runs only (published profiles, no overrides).
+    if succeeded and getattr(run, "ranked", False):
+        from board.latest import record_latest
+
+        record_latest(run, samples)  # type: ignore[arg-type]

@@ -1,0 +1,335 @@
+"""Candidates ranked by what a buyer's own training job would take and cost on them.
+
+A candidate is what the job would run on: one node (a one-node job) or a cluster measured
+together (a job on N nodes: its DDP and all-reduce figures belong to that node set). Its
+figures are the board's, never a run's own claim: node figures are the node's board values
+(ranked runs only, the median of its recent runs), cluster figures its newest ranked
+result, the busbw curve read from the run that timed the collectives. They are of the
+board's evidence class: by default measured (platform-verified or buyer-measured), so a
+host's typed figures estimate nothing unless the buyer asks for `evidence=any`; each
+candidate says the lowest rung it stands on. A candidate that lacks a figure the job needs
+is listed as skipped, with the reason; none is filled in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from board import clusters, estimate
+from board.estimate import Estimate, Measured, Workload
+from board.latest import lowest
+from board.models import LatestResult
+from board.ranking import Filters, evidence_class, filtered, profile_for
+from config.errors import Invalid
+from contract.numbers import number
+from fleet.models import Node
+from jobs.models import ClusterResult, Sample
+from jobs.services.consistency import BUSBW_SLACK
+
+RANK_BY = ("cost", "time")
+MAX_CANDIDATES = 50
+MATMUL = {"fp32": "gpu.matmul_tflops_fp32", "bf16": "gpu.matmul_tflops_bf16",
+          "fp16": "gpu.matmul_tflops_bf16"}  # fp16 runs on the same tensor cores as bf16
+NODE_FIGURES = {"loader_samples_per_s": "training.dataloader_samples_per_s",
+                "small_files_per_s": "storage.smallfile_read",
+                "packed_files_per_s": "storage.packedfile_read",
+                "checkpoint_gbs": "storage.checkpoint_write"}
+BUSBW = "training.allreduce_busbw"
+MIB = 2**20
+
+
+class BadCandidates(Invalid, ValueError):
+    default_field = "candidates"
+
+
+@dataclass
+class Candidate:
+    kind: str  # "node" or "cluster"
+    id: int
+    name: str
+    provider: str
+    region: str
+    nodes: list[dict[str, Any]]
+    price_cny_month: int | None
+    profile: str = ""
+    on_cpu: bool = False
+    estimate: Estimate | None = None
+    skipped: str = ""  # why no estimate: the figure the candidate lacks
+    rank: int = 0
+    sources: dict[str, str] = field(default_factory=dict)  # figure -> the record it came from
+    evidence: str = Sample.HOST_REPORTED  # the lowest rung among the figures it stands on
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which candidates: ids, or the board's filters (region, provider, GPU model, budget)."""
+
+    nodes: tuple[int, ...] = ()
+    clusters: tuple[int, ...] = ()
+    region: str = ""
+    provider: str = ""
+    gpu_model: str = ""
+    max_price: int | None = None
+    profile: str = ""
+    # The board's evidence class (ranking.EVIDENCE_CHOICES): empty is measured, figures the
+    # platform verified or a buyer's trial agent measured; "any" estimates on claims too.
+    evidence: str = ""
+
+
+def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> list[Candidate]:
+    """Every candidate estimated, the estimated ones first (cheapest or fastest), then the
+    skipped. Under ``cost`` a candidate without a price ranks after the priced ones: having
+    no price never makes a node look free."""
+    if rank_by not in RANK_BY:
+        raise BadCandidates(f"rank_by must be one of {', '.join(RANK_BY)}", field="rank_by")
+    clusters.grades(selection.evidence)  # an unknown class is a 400 before any work
+    found = ([*picked_nodes(workload, selection), *picked_clusters(workload, selection)]
+             if selection.nodes or selection.clusters else board_candidates(workload, selection))
+    for c in found:
+        if not c.skipped:
+            try:
+                c.estimate = estimate.estimate(workload, measured(c, workload, selection.evidence))
+            except estimate.BadWorkload as exc:
+                c.skipped = str(exc)
+
+    def key(c: Candidate) -> tuple[Any, ...]:
+        e = c.estimate
+        if e is None:
+            return (2, 0.0, c.name)
+        if rank_by == "cost":
+            return (0, e.cost_cny, c.name) if e.cost_cny is not None else (1, e.hours, c.name)
+        return (0, e.hours, c.name)
+
+    found.sort(key=key)
+    for i, c in enumerate(found, start=1):
+        c.rank = i if c.estimate is not None else 0
+    return found
+
+
+# --- which candidates ----------------------------------------------------------------------
+
+def picked_nodes(workload: Workload, selection: Selection) -> list[Candidate]:
+    nodes = {n.pk: n for n in Node.objects.filter(pk__in=selection.nodes, status=Node.Status.ACTIVE)
+             .select_related("provider", "region")}
+    out = []
+    for pk in selection.nodes:
+        if pk not in nodes:
+            raise BadCandidates(f"no active node {pk}", field="nodes")
+        c = node_candidate(nodes[pk], selection.profile)
+        if workload.nodes > 1:
+            c.skipped = (f"a {workload.nodes}-node job needs nodes measured together: run the "
+                         f"training suite on {workload.nodes} nodes as one job and estimate its "
+                         f"cluster")
+        out.append(c)
+    return out
+
+
+def picked_clusters(workload: Workload, selection: Selection) -> list[Candidate]:
+    found = {r.pk: r for r in ClusterResult.objects.filter(pk__in=selection.clusters)
+             .select_related("provider", "region").prefetch_related("nodes")}
+    out = []
+    for pk in selection.clusters:
+        result = found.get(pk)
+        if result is None:
+            raise BadCandidates(f"no cluster {pk}", field="clusters")
+        c = cluster_candidate(result)
+        # Only what ranks can stand behind a buyer's decision: a custom-parameter job (a
+        # provider's hand-tuned run) or a cluster that mixes providers is not an offer.
+        if not (result.offer and result.ranked):
+            c.skipped = "not a ranked offer: measured with custom parameters or across providers"
+        elif result.grade not in clusters.grades(selection.evidence):
+            c.skipped = ("its figures are its hosts' own (host-reported): a buyer's trial "
+                         "agents have not measured it; ask with evidence any to use the claims")
+        elif result.size != workload.nodes:
+            c.skipped = f"a cluster of {result.size} nodes; the job runs on {workload.nodes}"
+        out.append(c)
+    return out
+
+
+def board_candidates(workload: Workload, selection: Selection) -> list[Candidate]:
+    if workload.nodes == 1:
+        # The board's own filters over the nodes with a matmul figure at the job's precision.
+        filters = Filters(metric=MATMUL[workload.precision], region=selection.region,
+                          provider=selection.provider, gpu_model=selection.gpu_model,
+                          max_price=selection.max_price, evidence=selection.evidence)
+        profile = selection.profile or profile_for(filters)
+        rows = filtered(filters, profile).order_by("node__name")[:MAX_CANDIDATES]
+        return [node_candidate(row.node, profile) for row in rows]
+    out = []
+    for _section, entries in clusters.board(size=workload.nodes, gpu_model=selection.gpu_model or None,
+                                            region=selection.region, profile=selection.profile,
+                                            evidence=selection.evidence):
+        for e in entries:
+            if selection.provider and (e.result.provider is None or e.result.provider.name.lower()
+                                       != selection.provider.lower()):
+                continue
+            if selection.max_price is not None and (e.price_cny_month is None
+                                                    or e.price_cny_month > selection.max_price):
+                continue
+            out.append(cluster_candidate(e.result))
+    return out[:MAX_CANDIDATES]
+
+
+def node_candidate(node: Node, profile: str) -> Candidate:
+    return Candidate("node", node.pk, node.name, node.provider.name, node.region.code,
+                     [{"id": node.pk, "name": node.name}], node.monthly_price_cny,
+                     profile=profile, on_cpu=node.gpu_model in ("", "none"))
+
+
+def cluster_candidate(result: ClusterResult) -> Candidate:
+    members = sorted(result.nodes.all(), key=lambda n: n.name)
+    prices = [n.monthly_price_cny for n in members]
+    return Candidate("cluster", result.pk, clusters.name(result),
+                     result.provider.name if result.provider else "",
+                     result.region.code if result.region else "",
+                     [{"id": n.pk, "name": n.name} for n in members],
+                     sum(p for p in prices if p) if members and all(prices) else None,
+                     profile=result.profile,
+                     on_cpu=any(n.gpu_model in ("", "none") for n in members))
+
+
+# --- what was measured ---------------------------------------------------------------------
+
+def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
+    """The candidate's figures for this job, of the evidence class. A cluster runs at its
+    slowest node's compute, storage and data loading; its all-reduce curve and slowest link
+    are its own."""
+    ids = [n["id"] for n in c.nodes]
+    profile = c.profile or "default"
+    values: dict[int, dict[str, tuple[float, str]]] = {}
+    for node_id, metric, value, grade in LatestResult.objects.filter(
+            node_id__in=ids, profile=profile, evidence=evidence_class(evidence)).values_list(
+            "node_id", "metric", "value", "grade"):
+        values.setdefault(node_id, {})[metric] = (value, grade)
+    used: list[str] = []
+
+    def figure(pk: int, metric: str) -> float | None:
+        found = values.get(pk, {}).get(metric)
+        return found[0] if found else None
+
+    matmul = MATMUL[workload.precision]
+    compute = [figure(pk, matmul) for pk in ids]
+    if not all(compute):
+        lacking = ", ".join(n["name"] for n, v in zip(c.nodes, compute, strict=True) if not v)
+        # "measured" only when a host did report it: then a trial would measure it.
+        claimed = LatestResult.objects.filter(node_id__in=ids, profile=profile, metric=matmul,
+                                              evidence=LatestResult.ANY).exists()
+        kind = " measured" if claimed and evidence_class(evidence) != LatestResult.ANY else ""
+        raise estimate.BadWorkload(f"no{kind} {matmul} figure on the board ({profile} profile) "
+                                   f"for {lacking}", field="candidate")
+    used += [values[pk][matmul][1] for pk in ids]
+    c.sources["tflops"] = f"board value of {matmul}, {profile} profile"
+    figures: dict[str, Any] = {}
+    for name, metric in NODE_FIGURES.items():
+        found = [figure(pk, metric) for pk in ids]
+        if all(found):
+            figures[name] = min(v for v in found if v)
+            used += [values[pk][metric][1] for pk in ids]
+            c.sources[name] = f"board value of {metric}, {profile} profile"
+    curve, link, grade = busbw_curve(c, workload, evidence)
+    if grade:
+        used.append(grade)
+    c.evidence = lowest(used)
+    return Measured(tflops=min(v for v in compute if v), busbw_curve=curve,
+                    price_cny_month=c.price_cny_month, link_gbps=link, on_cpu=c.on_cpu, **figures)
+
+
+def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
+                ) -> tuple[list[tuple[float, float]], float | None, str]:
+    """The all-reduce curve (bytes, GB/s) measured across the candidate's ranks, its slowest
+    link and its evidence: a cluster's from the run that timed its job's collectives (its
+    grade), a node's from its board run of busbw in the class."""
+    if workload.ranks < 2:
+        return [], None, ""
+    if c.kind == "cluster":
+        result = ClusterResult.objects.get(pk=c.id)
+        rows = Sample.objects.filter(run__job_id=result.job_id, metric=BUSBW,
+                                     run__status="succeeded").order_by("run_id")
+        link, grade = result.slowest_link_gbps, result.grade
+        where = f"job {result.job_id}"
+    else:
+        latest = LatestResult.objects.filter(node_id=c.id, metric=BUSBW, profile=c.profile,
+                                             evidence=evidence_class(evidence)).first()
+        rows = Sample.objects.filter(run_id=latest.run_id, metric=BUSBW) if latest else \
+            Sample.objects.none()
+        link, where = None, f"run {latest.run_id}" if latest else ""
+        grade = latest.grade if latest else ""
+    sample = rows.first()
+    table = (sample.metadata or {}).get("curve") if sample else None
+    # The curve is the host's word; its peak (the sample's value) is what intake checked
+    # against the links the job measured, and the cluster's slowest link bounds any ring.
+    # A point above either counts at the bound: an inflated 25 MiB point buys nothing.
+    bounds = [sample.value] if sample else []
+    if link:
+        bounds.append(link / 8 * BUSBW_SLACK)
+    curve = [(float(row["size_mib"]) * MIB, min(float(row["busbw_gbs"]), *bounds))
+             for row in table or [] if isinstance(row, dict) and is_number(row.get("size_mib"))
+             and is_number(row.get("busbw_gbs"))]
+    if curve:
+        c.sources["busbw_curve"] = f"{BUSBW} curve of {where}"
+    return curve, link, grade if curve else ""
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+# --- in words and as data ------------------------------------------------------------------
+
+PART_WORDS = {"sync": gettext_lazy("gradient sync"), "input": gettext_lazy("input stall"),
+              "checkpoint": gettext_lazy("checkpoint writes")}
+
+
+def what_if_label(name: str) -> str:
+    if name == "accumulation_x4":
+        return _("4x gradient accumulation")
+    if name == "packed":
+        return _("packed data")
+    if name.startswith("link_"):
+        return _("a %(rate)s GbE link") % {"rate": name.removeprefix("link_").removesuffix("gbe")}
+    return name
+
+
+def summary(e: Estimate) -> str:
+    """The bottleneck in a sentence, with the what-if that shortens the job most:
+    "gradient sync: 41% of the step; a 25 GbE link would cut the job from 31 h to 19 h"."""
+    if not e.bottleneck:
+        return _("compute bounds the step: nothing else is left to wait for")
+    text = _("%(part)s: %(share)s of the step") % {"part": PART_WORDS[e.bottleneck],
+                                                     "share": f"{e.shares[e.bottleneck]:.0%}"}
+    if e.what_ifs:
+        name, best = min(e.what_ifs.items(), key=lambda kv: kv[1].hours)
+        if best.hours < e.hours * 0.95:
+            text += _("; ") + _("%(what)s would cut the job from %(before)s h to %(after)s h") % {
+                "what": what_if_label(name), "before": number(e.hours), "after": number(best.hours)}
+    return text
+
+
+def workload_data(w: Workload) -> dict[str, Any]:
+    return {"name": w.name, "params": w.params, "train_flops_per_sample": w.train_flops_per_sample,
+            "global_batch": w.global_batch, "steps": w.steps, "nodes": w.nodes,
+            "gpus_per_node": w.gpus_per_node, "ranks": w.ranks, "accumulation": w.accumulation,
+            "precision": w.precision, "packed": w.packed,
+            "gradient_bytes": w.params * estimate.GRAD_BYTES}
+
+
+def estimate_data(e: Estimate) -> dict[str, Any]:
+    return {"parts_s": e.parts, "shares": e.shares or dict.fromkeys(e.parts, 0.0),
+            "step_s": e.step_s, "sync_total_s": e.sync_total_s,
+            "overlap": 1 - e.parts["sync"] / e.sync_total_s if e.sync_total_s else 0.0,
+            "hours": e.hours, "cost_cny": e.cost_cny, "bottleneck": e.bottleneck,
+            "summary": summary(e), "unmeasured": e.unmeasured,
+            "what_ifs": [{"name": k, "step_s": v.step_s, "hours": v.hours, "cost_cny": v.cost_cny}
+                         for k, v in e.what_ifs.items()]}
+
+
+def candidate_data(c: Candidate) -> dict[str, Any]:
+    return {"rank": c.rank or None, "kind": c.kind, "id": c.id, "name": c.name,
+            "provider": c.provider, "region": c.region, "nodes": c.nodes,
+            "price_cny_month": c.price_cny_month, "profile": c.profile, "on_cpu": c.on_cpu,
+            "sources": c.sources, "evidence": c.evidence,
+            "estimate": estimate_data(c.estimate) if c.estimate else None, "skipped": c.skipped}

@@ -1,0 +1,177 @@
+"""Each node's stability figures from the platform's re-tests, read in three queries for any
+number of nodes, and what a buyer is told about them.
+
+A re-test's figure is its run's sample of the metric (the worst over its peers, as the board
+takes it); a missed or refused re-test is an observation without a value. Its hour is the
+hour it was due (the scheduler's clock), in the site's time zone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Min
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from board import score
+from board.diagnosis import Finding
+from board.stability import (
+    NOT_ENOUGH,
+    VARIES,
+    VARIES_BY_HOUR,
+    Observation,
+    Pause,
+    Stability,
+    hour_spans,
+    judge,
+)
+from contract import metrics
+from fleet.models import RetestPause
+from fleet.services import identity
+from jobs.models import Retest, Sample
+
+# The figures whose stability tells shared from dedicated, and what sharing would mean.
+WATCHED = {"network.tcp_throughput": "bandwidth", "network.tcp_rtt": "bandwidth",
+           "storage.randread_iops": "storage"}
+COUNTED = (Retest.Status.DONE, Retest.Status.MISSED)
+
+
+def window(now: datetime | None = None) -> tuple[datetime, datetime]:
+    now = now or timezone.now()
+    return now - timedelta(days=settings.STABILITY_WINDOW_DAYS), now
+
+
+def new_nodes(node_ids: Iterable[int], now: datetime | None = None) -> set[int]:
+    """The nodes whose host the platform has not re-tested for NEW_NODE_DAYS yet (its first
+    done re-test, under any name it was enrolled as, is more recent, or there is none): a
+    buyer reads their figures as a first impression, not a record."""
+    ids = list(node_ids)
+    hosts = identity.lineage(ids)
+    every = sorted({n for chain in hosts.values() for n in chain})
+    first = dict(Retest.objects.filter(node_id__in=every, status=Retest.Status.DONE)
+                 .values("node_id").annotate(first=Min("due_at")).values_list("node_id", "first"))
+    since = (now or timezone.now()) - timedelta(days=settings.NEW_NODE_DAYS)
+    return {n for n in ids if not any(first.get(h) and first[h] <= since for h in hosts[n])}
+
+
+def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None = None
+            ) -> dict[int, dict[str, Stability]]:
+    """node -> metric -> its stability over the window (every node asked for, every metric)."""
+    ids, names = list(node_ids), list(wanted)
+    start, end = window(now)
+    # A host enrolled again under a new name keeps its record (fleet.services.identity).
+    hosts = identity.lineage(ids)
+    every = sorted({n for chain in hosts.values() for n in chain})
+    retests = list(Retest.objects.filter(node_id__in=every, due_at__gte=start, due_at__lt=end,
+                                         status__in=COUNTED).values("node_id", "due_at", "status",
+                                                                     "job_id"))
+    values: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for row in Sample.objects.filter(run__job_id__in=[r["job_id"] for r in retests if r["job_id"]],
+                                     metric__in=names).values("run__job_id", "metric", "value"):
+        values[(row["run__job_id"], row["metric"])].append(row["value"])
+    pauses: dict[int, list[Pause]] = defaultdict(list)
+    for p in RetestPause.objects.filter(node_id__in=every, end__gt=start, start__lt=end):
+        pauses[p.node_id].append(Pause(timezone.localtime(max(p.start, start)),
+                                       timezone.localtime(min(p.end, end))))
+    out: dict[int, dict[str, Stability]] = {}
+    for node_id in ids:
+        mine = [r for r in retests if r["node_id"] in hosts[node_id]]
+        out[node_id] = {}
+        for name in names:
+            better = metrics.METRICS[name].higher_is_better
+            observations = []
+            for r in mine:
+                found = values.get((r["job_id"], name), [])
+                if r["status"] == Retest.Status.MISSED:
+                    observations.append(Observation(timezone.localtime(r["due_at"]), None))
+                elif found:  # a done re-test that did not measure this metric says nothing
+                    worst = min(found) if better else max(found)
+                    observations.append(Observation(timezone.localtime(r["due_at"]), worst))
+            out[node_id][name] = judge(observations, better,
+                                       [x for n in hosts[node_id] for x in pauses[n]],
+                                       (timezone.localtime(start), timezone.localtime(end)))
+    return out
+
+
+def data(s: Stability) -> dict[str, Any]:
+    return {"verdict": s.verdict, "retests": s.retests, "hours": s.hours, "missed": s.missed,
+            "cv": s.cv, "hour_ratio": s.hour_ratio, "worst_hours": s.worst_hours,
+            "by_hour": {f"{h:02d}": v for h, v in s.by_hour.items()},
+            "paused_share": s.paused_share, "recurring_pause_hour": s.recurring_pause_hour}
+
+
+def finding(metric: str, s: Stability) -> Finding | None:
+    """In words: "TCP throughput varies 38% across the day, lowest at 20:00-23:00: likely
+    shared bandwidth"; "4 KiB random read IOPS varies 3x between re-tests: likely shared or
+    network storage"."""
+    if s.verdict not in (VARIES_BY_HOUR, VARIES) or metric not in WATCHED:
+        return None
+    spread = s.spread or 1.0
+    amount = f"{spread:.0f}x" if spread >= 2 else f"{1 - 1 / spread:.0%}"
+    label = metrics.METRICS[metric].label
+    storage = WATCHED[metric] == "storage"
+    if s.verdict == VARIES_BY_HOUR:
+        verdict = _("%(what)s varies %(amount)s across the day, worst at %(hours)s") % {
+            "what": _(label), "amount": amount, "hours": hour_spans(s.worst_hours)}
+    elif s.missed:
+        verdict = _("%(what)s: the node missed or refused %(missed)s of its re-tests") % {
+            "what": _(label), "missed": s.missed}
+    else:
+        between = s.value_spread or 1.0
+        verdict = _("%(what)s varies %(amount)s between re-tests") % {
+            "what": _(label), "amount": f"{between:.0f}x" if between >= 2 else f"{s.cv or 0:.0%}"}
+    verdict += _(": ") + (_("likely shared or network storage") if storage
+                       else _("likely shared bandwidth"))
+    advice = (_("ask the provider whether the disk is local and dedicated; keep hot data on "
+                "local NVMe or tmpfs") if storage else
+              _("ask the provider whether bandwidth is dedicated; schedule multi-node training "
+                "away from the worst hours, or choose a node that is stable"))
+    return Finding(f"unstable-{WATCHED[metric]}", verdict, advice)
+
+
+def badge(s: Stability | None) -> str:
+    """The board's word for it."""
+    if s is None or s.verdict == NOT_ENOUGH:
+        return _("not enough data")
+    return {VARIES_BY_HOUR: _("varies by time of day"), VARIES: _("varies")}.get(
+        s.verdict, _("stable"))
+
+
+def score_figure(found: dict[str, Stability]) -> float | None:
+    """The score's stability part: the worst hour's share of the best hour's over the watched
+    figures that have a verdict (1 = the same at every hour). Weight 0 unless configured."""
+    ratios = [s.hour_ratio for m, s in found.items()
+              if m in WATCHED and s.verdict != NOT_ENOUGH and s.hour_ratio is not None]
+    return min(ratios) if ratios else None
+
+
+def scored(values: Mapping[str, float], found: dict[str, Stability]) -> dict[str, float]:
+    """A node's values with the stability part the score reads, when an operator weights it:
+    the board, the node's page and its report score a node alike."""
+    out = dict(values)
+    ratio = score_figure(found)
+    if ratio is not None and score.weights().get("stability", 0) > 0:
+        out[score.STABILITY] = ratio
+    return out
+
+
+@dataclass
+class NodeStability:
+    figures: dict[str, Stability]  # each watched metric
+    pauses: list[RetestPause]  # the provider's pauses in the window, newest first
+    paused_now: RetestPause | None
+
+
+def of_node(node_id: int, now: datetime | None = None) -> NodeStability:
+    """One node's watched figures and its pauses, for its page and its API."""
+    now = now or timezone.now()
+    start, _end = window(now)
+    pauses = list(RetestPause.objects.filter(node_id=node_id, end__gt=start).order_by("-start"))
+    return NodeStability(figures([node_id], WATCHED, now)[node_id], pauses,
+                         next((p for p in pauses if p.start <= now < p.end), None))

@@ -1,0 +1,26 @@
+"""Figures as people read them, one formatter for the site, the API's words and benchctl.
+
+Thousands separated, a fixed count of significant digits, never an exponent: 47240.3 ->
+"47,240", 9.4123 -> "9.41" (three digits, the site's) or "9.412" (four, benchctl's tables,
+where a buyer compares close figures), 0.0123 -> "0.0123", None -> "".
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def number(value: float | None, significant: int = 3) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    # Decimals for the significant digits; a figure of 10**(significant - 1) or more shows
+    # its whole part.
+    decimals = max(0, significant - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -1,1 +1,0 @@
-"""Statistics, comparison and ranking of nodes, regions and providers; the web pages."""

@@ -1,0 +1,1 @@
+"""The site: every page (web.pages), its charts, words and templates, in both languages."""

@@ -1,0 +1,175 @@
+"""/compare/: two to four nodes or clusters side by side, the winner of each row, the
+diagnosis of each and the difference in price; with a job, its estimate on each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+
+from board import clusters, diagnosis, score
+from board.ranking import (
+    DEFAULT_METRIC,
+    Filters,
+    node_values,
+    profile_for,
+)
+from contract import metrics
+from fleet.models import Node
+from jobs.models import ClusterResult
+from web import charts, words
+from web.page import (
+    COLUMN_METRICS,
+    all_equal,
+    best_of,
+    cluster_name,
+    figure,
+    label_of,
+    newest_valid,
+    node_url,
+    unit_of,
+)
+from web.pages import estimate as estimates
+
+COMPARE_MIN, COMPARE_MAX = 2, 4
+
+
+CLUSTER_METRICS = [clusters.SLOWEST_LINK, "training.allreduce_busbw_largest", "training.step_time",
+                   "training.comm_share", "training.samples_per_s"]
+
+
+@dataclass
+class Candidate:
+    kind: str  # node or cluster
+    pk: int
+    name: str
+    href: str
+    provider: str
+    region: str
+    price: int | None
+    values: dict[str, float]
+    findings: list[diagnosis.Finding]
+    score: float | None = None
+    tier: str = ""
+    members: list[str] = field(default_factory=list)
+
+
+def _ids(query: Any, key: str) -> list[int]:
+    raw = query.getlist(key) if hasattr(query, "getlist") else [query.get(key, "")]
+    out = []
+    for chunk in raw:
+        for part in str(chunk).split(","):
+            part = part.strip()
+            if part:
+                if not part.isdigit() or len(part) > 12:
+                    raise ValueError(part[:24])
+                out.append(int(part))
+    return list(dict.fromkeys(out))
+
+
+def compare_ids(query: Any) -> tuple[list[int], list[int], str]:
+    try:
+        node_ids, cluster_ids = _ids(query, "nodes"), _ids(query, "clusters")
+    except ValueError as exc:
+        return [], [], _("“%(value)s” is not a node or cluster id: give numbers, as in "
+                         "/compare/?nodes=1,2,3") % {"value": exc}
+    count = len(node_ids) + len(cluster_ids)
+    if not COMPARE_MIN <= count <= COMPARE_MAX:
+        return [], [], _("Pick two to four nodes or clusters to compare (you picked %(n)s): tick "
+                         "them on the leaderboard, or open /compare/?nodes=1,2") % {"n": count}
+    return node_ids, cluster_ids, ""
+
+
+def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
+    out = []
+    profile = profile_for(Filters(metric=DEFAULT_METRIC))
+    nodes = {n.pk: n for n in Node.objects.filter(pk__in=node_ids, status=Node.Status.ACTIVE)
+             .select_related("provider", "region")}
+    values = node_values(list(nodes), profile, "any")
+    measured = node_values(list(nodes), profile)  # what the score stands on
+    tiers = newest_valid(nodes)
+    for pk in node_ids:
+        if pk not in nodes:
+            continue
+        n, v = nodes[pk], values.get(pk, {})
+        out.append(Candidate("node", pk, n.name, node_url(pk), n.provider.name,
+                             words.region(n.region.province, n.region.city), n.monthly_price_cny,
+                             dict(v), diagnosis.diagnose(v),
+                             score.score(measured.get(pk, {})).value,
+                             words.tier(tiers[pk].tier) if pk in tiers else ""))
+    found = {c.pk: c for c in ClusterResult.objects.filter(pk__in=cluster_ids, offer=True)
+             .select_related("provider", "region").prefetch_related("nodes")}
+    for pk in cluster_ids:
+        if pk not in found:
+            continue
+        e = clusters.entry(found[pk])
+        figures = {m: f["value"] for m, f in e.figures.items() if isinstance(f, dict)}
+        if e.result.slowest_link_gbps is not None:
+            figures[clusters.SLOWEST_LINK] = e.result.slowest_link_gbps
+        out.append(Candidate("cluster", pk, cluster_name(e.result), "",
+                             e.result.provider.name if e.result.provider else "", words.region(
+            e.result.region.province, e.result.region.city) if e.result.region else "",
+            e.price_cny_month, figures, e.findings,
+            members=[n.name for n in e.result.nodes.all()]))
+    return out
+
+
+def comparison(found: list[Candidate]) -> dict[str, Any]:
+    """One row per metric any candidate has, in the board's order, the winner marked (all of
+    them on a tie); then the score and the monthly price with each one's difference from the
+    cheapest."""
+    order = CLUSTER_METRICS + COLUMN_METRICS + sorted(metrics.METRICS)
+    seen = dict.fromkeys(m for m in order if any(m in c.values for c in found))
+    rows = []
+    for m in seen:
+        vals = [c.values.get(m) for c in found]
+        wins = best_of(vals, clusters.higher_is_better(m))
+        rows.append({"label": label_of(m), "unit": unit_of(m), "about": words.about(m), "metric": m,
+                     "cells": [{"text": figure(v, m), "best": i in wins} for i, v in enumerate(vals)],
+                     "tie": len(wins) > 1 or all_equal(vals)})
+    scores = [c.score for c in found]
+    prices = [float(c.price) if c.price else None for c in found]
+    cheapest = min((p for p in prices if p), default=None)
+    price_cells = []
+    for p in prices:
+        diff = "" if p is None or cheapest is None or p == cheapest else f" (+{charts.number(p - cheapest)})"
+        price_cells.append({"text": (charts.number(p) + diff) if p else "–", "best": False})
+    for i in best_of(prices, higher=False):
+        price_cells[i]["best"] = True
+    wins = best_of(scores, higher=True)
+    return {"rows": rows,
+            "score": [{"text": figure(s), "best": i in wins} for i, s in enumerate(scores)]
+            if any(s is not None for s in scores) else [],  # clusters have no score of their own
+            "price": price_cells}
+
+
+
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """Two to four nodes or clusters side by side: per metric, the winner of each row, the
+    diagnosis of each and the difference in price."""
+    node_ids, cluster_ids, problem = compare_ids(request.GET)
+    status = 400 if problem else 200
+    found = [] if problem else candidates(node_ids, cluster_ids)
+    if not problem and len(found) < len(node_ids) + len(cluster_ids):
+        problem, status = _("Some of these nodes or clusters do not exist (or are no longer listed)."), 404
+    table = comparison(found) if found and not problem else None
+    # With a preset and steps, the buyer's own job estimated on each candidate as well.
+    job_rows, job_problem = None, ""
+    if table and estimates.wants_estimate(request.GET):
+        try:
+            job = estimates.compare_job(request.GET, [len(c.members) for c in found
+                                                      if c.kind == "cluster"])
+            job_rows = estimates.compare_rows(job, node_ids, cluster_ids,
+                                              [(c.kind, c.pk) for c in found])
+        except estimates.BadJob as exc:
+            job_problem, status = exc.message, 400
+    return render(request, "web/compare.html", {
+        "candidates": found, "comparison": table, "problem": problem,
+        "estimate": job_rows, "estimate_problem": job_problem,
+        "job_form": estimates.form(request.GET, nodes_key="job_nodes"),
+        "node_ids": ",".join(map(str, node_ids)), "cluster_ids": ",".join(map(str, cluster_ids)),
+    }, status=status)
+

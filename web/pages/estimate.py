@@ -1,0 +1,374 @@
+"""/estimate/, and the workload estimate wherever a page shows it: a buyer's job read from
+the query string, the candidates ranked by board.estimate_board, and what each row shows
+(the parts of a step, the bottleneck in words, the what-ifs), in the request's language.
+
+The arithmetic is estimate.py's and the ranking estimate_board's; this module only reads the
+form and shapes the answer for /estimate/ and the compare page's estimate rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.html import conditional_escape, escape, format_html
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import get_language, gettext_lazy, ngettext
+from django.utils.translation import gettext as _
+
+from board import estimate, estimate_board
+from board.estimate import Workload
+from board.estimate_board import Candidate, Selection
+from board.ranking import EVIDENCE_CHOICES
+from fleet.models import Region
+from jobs.models import ClusterResult
+from web import charts, words
+from web.page import best_of, cluster_name
+
+MAX_JOB_NODES = 8  # the form's choice; the API takes more
+MAX_GPUS_PER_NODE = 64  # as the API (api/estimate_serializers.py)
+MAX_STEPS = 10**9
+DEFAULT_PRESET, DEFAULT_STEPS = "gpt2-small", 10_000
+PARTS = ("compute", "sync", "input", "checkpoint")
+PART_WORDS = {"compute": gettext_lazy("compute"), **estimate_board.PART_WORDS}
+
+
+class BadJob(ValueError):
+    """The job in the query string is not one we can estimate. ``message``: in the page's
+    language, the names in it kept as they are (translate="no")."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Job:
+    workload: Workload
+    region: str = ""
+    rank_by: str = "cost"
+    evidence: str = ""  # the board's class: measured figures unless "any" is asked for
+
+
+# --- the form ------------------------------------------------------------------------------
+
+def wants_estimate(query: Mapping[str, Any]) -> bool:
+    return bool(query.get("preset") or query.get("steps"))
+
+
+def job_from_query(query: Mapping[str, Any], nodes_key: str = "nodes", default_nodes: int = 1,
+                   regions: Sequence[str] | None = None) -> Job:
+    """The job a form asked for. ``nodes_key`` names the nodes-per-job field (the compare
+    page's ``nodes`` lists node ids). Raises BadJob with a message in the page's language."""
+    name = str(query.get("preset", ""))
+    if name not in estimate.presets():
+        raise BadJob(_html(_("“%(value)s” is not a model we know: pick one of %(known)s."),
+                           value=no_translate(name[:40]),
+                           known=no_translate(", ".join(sorted(estimate.presets())))))
+    steps = whole(query, "steps", _("Steps"), 1, MAX_STEPS, None)
+    nodes = whole(query, nodes_key, _("Nodes per job"), 1, MAX_JOB_NODES, default_nodes)
+    gpus = whole(query, "gpus_per_node", _("GPUs per node"), 1, MAX_GPUS_PER_NODE, 1)
+    rank_by = str(query.get("rank_by") or "cost")
+    if rank_by not in estimate_board.RANK_BY:
+        raise BadJob(_html(_("Rank by cost or by time, not “%(value)s”."),
+                           value=no_translate(rank_by[:40])))
+    region = str(query.get("region") or "")
+    if region and regions is not None and region not in regions:
+        raise BadJob(_html(_("“%(value)s” is not a region on the board."),
+                           value=no_translate(region[:40])))
+    evidence = str(query.get("evidence") or "")
+    if evidence not in ("", *EVIDENCE_CHOICES):
+        raise BadJob(_html(_("Evidence is verified, measured or any, not “%(value)s”."),
+                           value=no_translate(evidence[:40])))
+    return Job(estimate.from_preset(name, steps=steps, nodes=nodes, gpus_per_node=gpus),
+               region, rank_by, evidence)
+
+
+def whole(query: Mapping[str, Any], key: str, label: str, low: int, high: int,
+          default: int | None) -> int:
+    raw = str(query.get(key) or "").strip().replace(",", "")
+    if not raw and default is not None:
+        return default
+    # ASCII digits only (no sign, exponent, "²" or a 5,000-digit number int() refuses)
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 12) or not low <= int(raw) <= high:
+        raise BadJob(_html(_("%(field)s must be a whole number from %(low)s to %(high)s (you "
+                             "gave “%(value)s”)."), field=label, low=charts.number(low),
+                           high=charts.number(high), value=no_translate(raw[:40])))
+    return int(raw)
+
+
+def region_choices() -> list[str]:
+    """What the board's region select offers: provinces (lower case) and region codes."""
+    places = Region.objects.values_list("province", "code")
+    return sorted({p.lower() for p, _ in places} | {c for _, c in places})
+
+
+def form(query: Mapping[str, Any], nodes_key: str = "nodes") -> dict[str, Any]:
+    """The job form's choices and the values it shows (the query's, else the defaults)."""
+    return {"presets": [{"name": n, "params": short_count(float(p["params"]))}
+                        for n, p in estimate.presets().items()],
+            "preset": str(query.get("preset") or DEFAULT_PRESET),
+            "steps": str(query.get("steps") or DEFAULT_STEPS),
+            "nodes": str(query.get(nodes_key) or ""), "nodes_key": nodes_key,
+            "node_choices": range(1, MAX_JOB_NODES + 1),
+            "gpus_per_node": str(query.get("gpus_per_node") or 1),
+            "max_gpus": MAX_GPUS_PER_NODE, "region": str(query.get("region") or ""),
+            "rank_by": str(query.get("rank_by") or "cost")}
+
+
+# --- in words ------------------------------------------------------------------------------
+
+def short_count(n: float) -> str:
+    """355M, 6.7B: the way model sizes are named, the same in both languages."""
+    return charts.number(n / 1e9) + "B" if n >= 1e9 else charts.number(n / 1e6) + "M"
+
+
+def count_words(n: float) -> str:
+    """A parameter count as a reader says it: 3.55 亿 in Chinese, 355 million in English."""
+    if (get_language() or "").startswith("zh"):
+        return (f"{charts.number(n / 1e8)} 亿" if n >= 1e8 else f"{charts.number(n / 1e4)} 万"
+                if n >= 1e4 else charts.number(n))
+    return (_("%(n)s billion") % {"n": charts.number(n / 1e9)} if n >= 1e9
+            else _("%(n)s million") % {"n": charts.number(n / 1e6)} if n >= 1e6
+            else charts.number(n))
+
+
+def workload_facts(w: Workload, rank_by: str = "") -> list[tuple[str, SafeString]]:
+    rows = [(_("Model"), format_html('<code translate="no">{}</code>', w.name)),
+            (_("Parameters"), conditional_escape(count_words(w.params))),
+            (_("Global batch"), conditional_escape(_("%(n)s samples per optimizer step") % {
+                "n": charts.number(w.global_batch)})),
+            (_("Ranks"), conditional_escape(_("%(ranks)s (%(shape)s)") % {
+                "ranks": w.ranks, "shape": shape(w)})),
+            (_("Steps"), conditional_escape(charts.number(w.steps))),
+            (_("Precision"), format_html('<code translate="no">{}</code>', w.precision))]
+    if rank_by:
+        rows.append((_("Ranked by"), conditional_escape(
+            _("cost of the job") if rank_by == "cost" else _("time of the job"))))
+    return rows
+
+
+def shape(w: Workload) -> str:
+    """2 nodes × 8 GPUs each."""
+    return _("%(nodes)s × %(gpus)s") % {
+        "nodes": ngettext("%(n)s node", "%(n)s nodes", w.nodes) % {"n": w.nodes},
+        "gpus": ngettext("%(n)s GPU each", "%(n)s GPUs each", w.gpus_per_node) % {
+            "n": w.gpus_per_node}}
+
+
+def headline(w: Workload) -> SafeString:
+    """The job in one line, for the compare page's estimate rows."""
+    return _html(_("%(model)s, %(steps)s steps, %(shape)s"),
+                 model=format_html('<code translate="no">{}</code>', w.name),
+                 steps=charts.number(w.steps), shape=shape(w))
+
+
+def listing(items: Sequence[str]) -> str:
+    return ("、" if (get_language() or "").startswith("zh") else ", ").join(items)
+
+
+def _html(template: str, **values: Any) -> SafeString:
+    """A translated sentence with values, as markup: the sentence is escaped and so is every
+    value that is not markup already (format_html's rule, for %-style messages)."""
+    return mark_safe(escape(template) % {  # noqa: S308  (everything in it is escaped)
+        k: conditional_escape(v) for k, v in values.items()})
+
+
+def no_translate(text: str) -> SafeString:
+    return format_html('<span translate="no">{}</span>', text)
+
+
+# estimate_board gives its reasons in English; each known shape is said again here, in the
+# page's language, with names and ids kept as they are.
+REASONS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], SafeString]]] = [
+    (re.compile(r"a (\d+)-node job needs nodes measured together"), lambda m: _html(_(
+        "A %(n)s-node job needs nodes measured together: run the training suite on %(n)s "
+        "nodes as one job, then estimate its cluster."), n=m[1])),
+    (re.compile(r"not a ranked offer"), lambda m: _html(_(
+        "Not a ranked offer: measured with custom parameters or across providers."))),
+    (re.compile(r"a cluster of (\d+) nodes; the job runs on (\d+)"), lambda m: _html(_(
+        "A cluster of %(size)s nodes; the job runs on %(nodes)s."), size=m[1], nodes=m[2])),
+    (re.compile(r"no measured (\S+) figure on the board \((\S+) profile\) for (.+)$"),
+     lambda m: _html(_(
+         "No measured %(metric)s figure on the board (test profile %(profile)s) for "
+         "%(names)s: only the provider's host reported it. A trial measures it."),
+         metric=words.label(m[1]), profile=format_html('<code translate="no">{}</code>', m[2]),
+         names=no_translate(m[3]))),
+    (re.compile(r"its figures are its hosts' own"), lambda m: _html(_(
+        "Its figures are its hosts' own (host-reported): no buyer has measured this cluster "
+        "with trial agents."))),
+    (re.compile(r"no (\S+) figure on the board \((\S+) profile\) for (.+)$"), lambda m: _html(_(
+        "No %(metric)s figure on the board (test profile %(profile)s) for %(names)s."),
+        metric=words.label(m[1]), profile=format_html('<code translate="no">{}</code>', m[2]),
+        names=no_translate(m[3]))),
+    (re.compile(r"no all-reduce bus bandwidth was measured"), lambda m: _html(_(
+        "No all-reduce bus bandwidth was measured across these nodes."))),
+    (re.compile(r"no matmul throughput was measured"), lambda m: _html(_(
+        "No matrix multiply throughput was measured."))),
+]
+
+
+def reason(text: str) -> SafeString:
+    for pattern, say in REASONS:
+        found = pattern.match(text)
+        if found:
+            return say(found)
+    return conditional_escape(text)  # a reason not known here shows as given
+
+
+# --- the rows ------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    kind: str
+    id: int
+    name: str
+    href: str
+    provider: str
+    region: str
+    price: str
+    on_cpu: bool
+    rank: int = 0
+    members: list[dict[str, Any]] = field(default_factory=list)
+    step: str = "–"
+    hours: str = "–"
+    cost: str = "–"
+    hours_value: float | None = None
+    cost_value: float | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    unmeasured: str = ""  # the parts without a figure, in a sentence
+    what_ifs: list[str] = field(default_factory=list)
+    skipped: SafeString | str = ""
+    evidence: str = ""  # the lowest rung of the figures the estimate stands on
+
+
+def money(value: float | None) -> str:
+    return charts.number(value) if value is not None else "–"
+
+
+def parts(e: estimate.Estimate) -> list[dict[str, Any]]:
+    """Each part of the step: its share (a stacked bar's segment) and seconds."""
+    return [{"key": k, "label": str(PART_WORDS[k]), "share": 100 * e.shares.get(k, 0.0),
+             "percent": f"{e.shares.get(k, 0.0):.0%}", "seconds": charts.number(e.parts[k])}
+            for k in PARTS if e.parts.get(k)]
+
+
+def row(c: Candidate, places: Mapping[str, Region], names: Mapping[int, str]) -> Row:
+    place = places.get(c.region)
+    out = Row(c.kind, c.id, names.get(c.id, c.name) if c.kind == "cluster" else c.name,
+              reverse("node-page", args=[c.id]) if c.kind == "node" else "",
+              c.provider, words.region(place.province, place.city) if place else c.region,
+              charts.number(c.price_cny_month) if c.price_cny_month else "–", c.on_cpu,
+              rank=c.rank, members=c.nodes if c.kind == "cluster" else [])
+    e = c.estimate
+    if e is None:
+        out.skipped = reason(c.skipped)
+        return out
+    out.step, out.hours, out.cost = charts.number(e.step_s), charts.number(e.hours), money(e.cost_cny)
+    out.hours_value, out.cost_value = e.hours, e.cost_cny
+    out.evidence = c.evidence
+    out.parts = parts(e)
+    out.summary = estimate_board.summary(e)
+    if e.unmeasured:
+        out.unmeasured = _("Not measured, counted as 0: %(parts)s") % {
+            "parts": listing([str(PART_WORDS[p]) for p in e.unmeasured])}
+    out.what_ifs = [what_if(k, v) for k, v in e.what_ifs.items()]
+    return out
+
+
+def what_if(name: str, e: estimate.Estimate) -> str:
+    what, hours = estimate_board.what_if_label(name), charts.number(e.hours)
+    if e.cost_cny is None:
+        return _("%(what)s: %(hours)s h") % {"what": what, "hours": hours}
+    return _("%(what)s: %(hours)s h, %(cost)s CNY") % {"what": what, "hours": hours,
+                                                       "cost": charts.number(e.cost_cny)}
+
+
+def rows(found: list[Candidate]) -> list[Row]:
+    codes = {c.region for c in found}
+    places = {r.code: r for r in Region.objects.filter(code__in=codes)}
+    clusters = [c.id for c in found if c.kind == "cluster"]
+    names = {r.pk: cluster_name(r) for r in ClusterResult.objects.filter(pk__in=clusters)
+             .select_related("provider", "region")} if clusters else {}
+    return [row(c, places, names) for c in found]
+
+
+def ranked(job: Job) -> list[Row]:
+    """The board's candidates for this job, estimated and ranked; the skipped ones last."""
+    found = rows(estimate_board.rank(job.workload, Selection(region=job.region,
+                                                             evidence=job.evidence), job.rank_by))
+    link_clusters(found, job)
+    return found
+
+
+def link_clusters(found: list[Row], job: Job) -> None:
+    """A cluster has no page of its own: its name opens the compare page with the best other
+    cluster, this job's estimate in it."""
+    ranked_clusters = [r for r in found if r.kind == "cluster" and r.rank]
+    for r in ranked_clusters:
+        other = next((o for o in ranked_clusters if o.id != r.id), None)
+        if other is not None:
+            r.href = compare_url(job, clusters=[r.id, other.id])
+
+
+def compare_url(job: Job, nodes: Sequence[int] = (), clusters: Sequence[int] = ()) -> str:
+    w = job.workload
+    query: dict[str, str | int] = {k: ",".join(map(str, v)) for k, v in (
+        ("nodes", nodes), ("clusters", clusters)) if v}
+    query |= {"preset": w.name, "steps": w.steps, "job_nodes": w.nodes,
+              "gpus_per_node": w.gpus_per_node}
+    return reverse("compare-page") + "?" + urlencode(query)
+
+
+# --- the compare page ----------------------------------------------------------------------
+
+def compare_job(query: Mapping[str, Any], sizes: Sequence[int]) -> Job:
+    """The compare page's job: nodes per job from ``job_nodes``, else the clusters' size
+    when they are all one size (a node alone: one)."""
+    default = sizes[0] if sizes and len(set(sizes)) == 1 else 1
+    return job_from_query(query, nodes_key="job_nodes", default_nodes=default)
+
+
+def compare_rows(job: Job, node_ids: list[int], cluster_ids: list[int],
+                 order: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """The compare page's "estimate for your job" rows: one cell per candidate, in the
+    page's column order, the quickest and the cheapest marked."""
+    found = estimate_board.rank(job.workload, Selection(nodes=tuple(node_ids),
+                                                        clusters=tuple(cluster_ids),
+                                                        evidence=job.evidence))
+    by_key = {(r.kind, r.id): r for r in rows(found)}
+    cells = [by_key.get(k) for k in order]
+    quickest = best_of([c.hours_value if c else None for c in cells], higher=False)
+    cheapest = best_of([c.cost_value if c else None for c in cells], higher=False)
+    return {"headline": headline(job.workload), "cells": [
+        {"row": c, "best_hours": i in quickest, "best_cost": i in cheapest}
+        for i, c in enumerate(cells)]}
+
+
+# --- the page ----------------------------------------------------------------------------
+
+def estimate_page(request: HttpRequest) -> HttpResponse:
+    """A buyer's own training job on every candidate of the board, cheapest or quickest
+    first; the candidates without the figures it needs listed apart, with the reason."""
+    problem, job, found = "", None, []
+    try:
+        job = job_from_query(request.GET, regions=region_choices())
+        found = ranked(job)
+    except BadJob as exc:
+        problem = exc.message
+    return render(request, "web/estimate.html", {
+        "problem": problem, "job": job, "rows": [r for r in found if r.rank],
+        "skipped": [r for r in found if not r.rank],
+        "facts": workload_facts(job.workload, job.rank_by) if job else [],
+        "job_form": form(request.GET),
+        "regions": Region.objects.order_by("province", "city"),
+        "provinces": sorted(set(Region.objects.values_list("province", flat=True))),
+    }, status=400 if problem else 200)
+
