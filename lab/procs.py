@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+
+from benchmarks.runner import die_with_parent
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,12 +81,24 @@ def stop_all(procs: Sequence[Proc], timeout: float = 10) -> None:
 
 def start(name: str, argv: Sequence[str], log_dir: Path, env: dict[str, str] | None = None,
           cwd: Path = REPO) -> Proc:
+    """Start ``argv`` in a process group of its own (stop_all kills the group), killed when
+    the process that started it dies, even by kill -9: a killed test run, demo or
+    `benchctl lab up` leaves no server behind. (`ip netns exec` and `nice` exec their
+    command, which keeps the signal; a restart loop gives it on with restart_loop.)"""
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     with open(log_path, "ab") as log:
         popen = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
-                                 env={**os.environ, **(env or {})}, start_new_session=True)
+                                 env={**os.environ, **(env or {})}, start_new_session=True,
+                                 preexec_fn=die_with_parent)  # noqa: PLW1509
     return Proc(name, popen, log_path)
+
+
+def restart_loop(argv: Sequence[str]) -> list[str]:
+    """``argv`` run again whenever it exits, as a service manager would. Each run is killed
+    with the loop (setpriv's parent-death signal): killing the shell alone left iperf3 up."""
+    command = " ".join(shlex.quote(a) for a in argv)
+    return ["sh", "-c", f"while :; do setpriv --pdeathsig KILL {command}; sleep 0.2; done"]
 
 
 @dataclass
@@ -141,8 +156,7 @@ def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
     if report_log is not None:
         # With -J, iperf3 3.12's server exits when a test ends in error (a killed client):
         # keep it running, as a reference endpoint's service manager would.
-        argv = ["sh", "-c", "while :; do " + " ".join(argv) +
-                f" -J --logfile '{report_log}'; sleep 0.2; done"]
+        argv = restart_loop([*argv, "-J", "--logfile", str(report_log)])
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     proc = start(f"iperf3-{bind}-{port}", argv, log_dir)

@@ -85,12 +85,12 @@ class LabStack:
         addr = self.lab.address(name)
         # Only the run holding the turn gets in: the agent keeps the users file at the
         # platform's turns (its key pair made here first, so the server starts with it).
-        auth = " ".join(f"'{a}'" for a in server_args(ensure_keys(self.iperf3_auth(name))))
+        auth = server_args(ensure_keys(self.iperf3_auth(name)))
         # -J --logfile: the reference's own report of every test, its agent hands them in.
         # (restarted when it exits: with -J, iperf3 3.12's server exits after a failed test)
-        self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, [
-            "sh", "-c", f"while :; do iperf3 -s -B {addr} -p {IPERF3_PORT} {auth} -J --logfile "
-                        f"'{self.report_log(name)}'; sleep 0.2; done"]), self.work_dir))
+        self.keep(procs.start(f"iperf3-{name}", self.lab.exec_argv(name, procs.restart_loop([
+            "iperf3", "-s", "-B", addr, "-p", str(IPERF3_PORT), *auth, "-J", "--logfile",
+            str(self.report_log(name))])), self.work_dir))
         # Raised priority, as a reference endpoint is a machine of its own: the round trips
         # it times are its evidence, and on a busy lab host a late wake-up would make the
         # host's honest RTT look shorter than the reference's.
