@@ -28,7 +28,7 @@ from certification.services import issuing as certification
 from config.errors import DomainError
 from fleet.services import revocation
 from jobs.models import Run, Sample
-from jobs.services import lifecycle, observability, submission
+from jobs.services import intake, lifecycle, observability, submission
 from lab.procs import REPO
 from tests.fixtures import HONEST_INVENTORY, reference_samples
 from workers.buyer import certificate, trust_store
@@ -178,14 +178,14 @@ def test_two_results_presenting_one_test_at_once_spend_it_once(
     throughput = [s for s in reference_samples(claims[fast.node.pk].spec())
                   if s["metric"].startswith("network.tcp_throughput")]
     both_checked = threading.Barrier(2, timeout=30)
-    checked = lifecycle._reused
+    checked = intake._reused
 
     def check_then_wait(run: Any, spent: Any) -> Any:
         found = checked(run, spent)
         both_checked.wait()
         return found
 
-    monkeypatch.setattr(lifecycle, "_reused", check_then_wait)
+    monkeypatch.setattr(intake, "_reused", check_then_wait)
     outcomes: dict[str, Any] = {}
 
     def post(node: Any) -> None:

@@ -163,11 +163,11 @@ def test_a_host_that_shows_its_best_test_of_several_is_refused(
 
 def test_only_a_shared_loopback_address_is_left_out_of_the_withheld_check(
         enrol_node: Any) -> None:
-    from jobs.services import lifecycle
+    from jobs.services import intake
 
     a, b = enrol_node("hz-a"), enrol_node("hz-b")  # a one-machine fleet: both on 127.0.0.1
-    assert lifecycle._exclusive(a.node, a.node.known_addresses()) == frozenset()
+    assert intake._exclusive(a.node, a.node.known_addresses()) == frozenset()
     # A twin enrolled at the node's network address does not blind the check.
     c, d = enrol_node("hz-c", address="10.0.0.5"), enrol_node("hz-d", address="10.0.0.5")
-    assert "10.0.0.5" in lifecycle._exclusive(c.node, c.node.known_addresses())
+    assert "10.0.0.5" in intake._exclusive(c.node, c.node.known_addresses())
     assert d.node.pk != c.node.pk and b.node.pk != a.node.pk
