@@ -289,6 +289,10 @@ class FindingSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     verdict = serializers.CharField()
     advice = serializers.CharField()
+    rule = serializers.CharField(help_text="the rule it breaks, e.g. diagnosis.high-latency "
+                                 "(board/data/rules.yaml); empty for the cluster, link and "
+                                 "stability findings")
+    why = serializers.CharField(help_text="that rule's why, in the request's language")
 
 
 class StabilityBriefSerializer(serializers.Serializer[Any]):

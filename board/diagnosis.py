@@ -1,7 +1,8 @@
 """What bounds training on a node, from its numbers, with the advice that fits.
 
-Each rule is a small function of the node's latest values (metric -> value) that returns a
-finding or None. Thresholds are the field's rules of thumb, also used by certification.
+Each finding is a rule of board/data/rules.yaml (its threshold, why and source) that the
+node's latest values (metric -> value) do not meet, worded here with the figures and the
+advice that fits. A finding names its rule; the rule's why is given in the page's language.
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
-from contract import link_classes
+from board import rules
+from contract.rules import Rule
 
 Values = Mapping[str, float]
-# Distributed training wants at least a 10 GbE link between nodes (a nominal class).
-MULTI_NODE_CLASS = 10.0
 
 
 @dataclass(frozen=True)
@@ -23,16 +24,30 @@ class Finding:
     code: str
     verdict: str
     advice: str
+    rule: str = ""  # the rule of board/data/rules.yaml it breaks ("" for one of its own)
+    why: str = ""  # that rule's why, in the request's language
+
+
+def broken(name: str, v: Values) -> Rule | None:
+    """The diagnosis rule ``name`` when these values break it; None when they meet it or
+    cannot be judged by it."""
+    rule = rules.diagnosis()[name]
+    return rule if rule.holds(v) is False else None
+
+
+def finding(rule: Rule, verdict: str, advice: str) -> Finding:
+    zh = (get_language() or "").startswith("zh")
+    return Finding(rule.name, verdict, advice, f"diagnosis.{rule.name}",
+                   rule.why_zh if zh else rule.why)
 
 
 def communication_bound(v: Values) -> Finding | None:
-    util, comm = v.get("training.gpu_util_mean"), v.get("training.comm_share")
-    if comm is None or comm <= 0.30:
+    rule = broken("communication-bound", v)
+    # A GPU busy for most of the window hides its communication: not a finding then.
+    if rule is None or rules.diagnosis()["gpu-busy"].holds(v):
         return None
-    if util is not None and util >= 80:
-        return None
-    share = f"{comm:.0%}"
-    return Finding("communication-bound",
+    util, share = v.get("training.gpu_util_mean"), f"{v['training.comm_share']:.0%}"
+    return finding(rule,
                    _("communication takes %(share)s of each step and the GPU is busy only "
                      "%(util)s%%") % {"share": share, "util": f"{util:.0f}"} if util is not None
                    else _("communication takes %(share)s of each step") % {"share": share},
@@ -41,12 +56,12 @@ def communication_bound(v: Values) -> Finding | None:
 
 
 def input_bound(v: Values) -> Finding | None:
-    gain = v.get("training.dataloader_gain")
-    if gain is None or gain < 1.5:
+    rule = broken("input-bound", v)
+    if rule is None:
         return None
-    return Finding("input-bound",
+    return finding(rule,
                    _("more DataLoader workers read %(gain)sx faster than one process")
-                   % {"gain": f"{gain:.1f}"},
+                   % {"gain": f"{v['training.dataloader_gain']:.1f}"},
                    _("raise num_workers and prefetch_factor; pack small files into shards; "
                      "cache hot data on tmpfs or local NVMe"))
 
@@ -54,39 +69,41 @@ def input_bound(v: Values) -> Finding | None:
 def small_files(v: Values) -> Finding | None:
     small, packed = v.get("storage.smallfile_read"), v.get("storage.packedfile_read")
     # Both zero (in range, and a host may post it) says nothing; small zero alone is the worst case.
-    if small is None or packed is None or packed <= 0 or packed < 2 * small:
+    rule = broken("small-files", v)
+    if rule is None or small is None or packed is None or packed <= 0:
         return None
     verdict = (_("many small files read %(ratio)sx slower than the same data packed")
                % {"ratio": f"{packed / small:.1f}"} if small > 0
                else _("many small files read far slower than the same data packed"))
-    return Finding("small-files", verdict, _("pack samples into larger shards (tar/WebDataset, "
-                                             "LMDB) or cache them on tmpfs"))
+    return finding(rule, verdict, _("pack samples into larger shards (tar/WebDataset, "
+                                    "LMDB) or cache them on tmpfs"))
 
 
 def far_from_region(v: Values) -> Finding | None:
-    rtt = v.get("network.tcp_rtt", v.get("network.icmp_rtt_avg"))
-    if rtt is None or rtt <= 10:
+    rule = broken("high-latency", v)
+    if rule is None:
         return None
-    return Finding("high-latency", _("%(rtt)s ms to its region's reference endpoint")
-                   % {"rtt": f"{rtt:.1f}"},
+    return finding(rule, _("%(rtt)s ms to its region's reference endpoint")
+                   % {"rtt": f"{rule.value(v):.1f}"},
                    _("pick a data centre closer to your data and your other nodes"))
 
 
 def slow_interconnect(v: Values) -> Finding | None:
-    gbps = v.get("network.internode_throughput", v.get("network.tcp_throughput"))
-    if gbps is None or link_classes.reaches(gbps, MULTI_NODE_CLASS):
+    rule = broken("slow-network", v)
+    if rule is None:
         return None
-    return Finding("slow-network", _("%(gbps)s Gbit/s, under what a 10 GbE link measures "
-                                     "(%(floor)s Gbit/s), the least multi-node training needs")
-                   % {"gbps": f"{gbps:.2f}", "floor": f"{link_classes.floor(MULTI_NODE_CLASS):g}"},
+    return finding(rule, _("%(gbps)s Gbit/s, under what a 10 GbE link measures "
+                           "(%(floor)s Gbit/s), the least multi-node training needs")
+                   % {"gbps": f"{rule.value(v):.2f}", "floor": f"{rule.limit():g}"},
                    _("keep training on one node, or ask for 25/100 GbE or RDMA"))
 
 
 def slow_checkpoints(v: Values) -> Finding | None:
-    gbs = v.get("storage.checkpoint_write")
-    if gbs is None or gbs >= 0.5:
+    rule = broken("slow-checkpoints", v)
+    if rule is None:
         return None
-    return Finding("slow-checkpoints", _("checkpoints write at %(gbs)s GB/s") % {"gbs": f"{gbs:.2f}"},
+    return finding(rule, _("checkpoints write at %(gbs)s GB/s")
+                   % {"gbs": f"{v['storage.checkpoint_write']:.2f}"},
                    _("write checkpoints to local NVMe and copy them off asynchronously, or "
                      "checkpoint less often"))
 

@@ -21,58 +21,55 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.utils.translation import gettext_noop
+from django.utils.translation import get_language, gettext_noop
 
-from contract import link_classes
+from board import rules
+from board.rules import STABILITY
+from contract.rules import Rule
+
+__all__ = ["PARTS", "STABILITY", "Part", "Score", "score", "weights"]
 
 
 @dataclass(frozen=True)
 class Part:
+    """One part of the score: its rule of board/data/rules.yaml (the metrics, the first one
+    present counting; the target and its direction; why, with its source)."""
+
     name: str
-    metrics: tuple[str, ...]  # the first one present is used
-    target: float
-    higher_is_better: bool
-    why: str  # marked for translation; the pages translate it when shown
-    label: str = ""
+    rule: Rule
+    label: str  # marked for translation; the pages translate it when shown
     # Every host has it, GPU or not, one node or many: no score without it.
     core: bool = False
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return self.rule.metrics
 
-# Not a metric: the worst hour's share of the best hour's median across the platform's
-# re-tests (board/stability_board.score_figure), when it has a verdict.
-STABILITY = "stability.hour_ratio"
+    @property
+    def target(self) -> float:
+        limit = self.rule.limit()
+        assert limit is not None, f"score rule {self.name}: a target of its own, not a ratio"
+        return limit
 
-PARTS = [
-    # A node's own figures only: its links and clusters are judged on their own boards.
-    Part("bandwidth", ("network.tcp_throughput",),
-         link_classes.floor(10.0), True,
-         gettext_noop("a 10 GbE link between nodes for distributed training (9 Gbit/s measured)"),
-         gettext_noop("Bandwidth"), core=True),
-    Part("latency", ("network.tcp_rtt", "network.icmp_rtt_avg"), 5.0,
-         False, gettext_noop("RTT under 5 ms is good; over 10 ms needs a better path"),
-         gettext_noop("Latency"), core=True),
-    Part("busbw", ("training.allreduce_busbw",), 1.25, True,
-         gettext_noop("all-reduce bus bandwidth at 10 Gbit/s line rate (1.25 GB/s)"),
-         gettext_noop("All-reduce bandwidth")),
-    Part("comm_share", ("training.comm_share",), 0.30, False,
-         gettext_noop("communication share over 30%: common and costly"),
-         gettext_noop("Communication share")),
-    Part("iops", ("storage.randread_iops",), 100_000.0, True,
-         gettext_noop("4k random read IOPS of local NVMe"),
-         gettext_noop("Storage IOPS"), core=True),
-    Part("checkpoint", ("storage.checkpoint_write",), 1.0, True, gettext_noop("checkpoint writes at 1 GB/s"),
-         gettext_noop("Checkpoint writes"), core=True),
-    Part("data_loading", ("training.dataloader_samples_per_s",), 2_000.0, True,
-         gettext_noop("an input pipeline that keeps a GPU fed (2,000 samples/s)"),
-         gettext_noop("Data loading")),
-    Part("gpu_utilisation", ("training.gpu_util_mean",), 80.0, True,
-         gettext_noop("GPU busy for at least 80%, over the training window"),
-         gettext_noop("GPU utilisation")),
-    Part("stability", (STABILITY,), 0.8, True,
-         gettext_noop("the worst hour of the day at no less than four fifths of the best, "
-                      "across the platform's re-tests"),
-         gettext_noop("Stability over the day")),
-]
+    @property
+    def higher_is_better(self) -> bool:
+        return self.rule.higher_is_better
+
+    @property
+    def why(self) -> str:
+        """In the request's language (the rule file holds both)."""
+        return self.rule.why_zh if (get_language() or "").startswith("zh") else self.rule.why
+
+
+# A node's own figures only: its links and clusters are judged on their own boards.
+LABELS = {"bandwidth": gettext_noop("Bandwidth"), "latency": gettext_noop("Latency"),
+          "busbw": gettext_noop("All-reduce bandwidth"),
+          "comm_share": gettext_noop("Communication share"), "iops": gettext_noop("Storage IOPS"),
+          "checkpoint": gettext_noop("Checkpoint writes"), "data_loading": gettext_noop("Data loading"),
+          "gpu_utilisation": gettext_noop("GPU utilisation"),
+          "stability": gettext_noop("Stability over the day")}
+CORE = {"bandwidth", "latency", "iops", "checkpoint"}
+PARTS = [Part(name, rule, LABELS[name], name in CORE) for name, rule in rules.score().items()]
 
 # Stability counts only when an operator weights it (SCORE_WEIGHTS="stability=2"): scores
 # stay comparable with those before re-tests existed.

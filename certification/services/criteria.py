@@ -16,15 +16,13 @@ when it does not.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from contract import link_classes
+from contract import rules
+from contract.rules import COMPARISONS
 
-COMPARISONS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 TIERS = [(0.5, "gold"), (0.2, "silver"), (0.0, "bronze")]
 # Given when a criterion could not be measured here (no GPU): below every full tier.
 PARTIAL_TIER = "partial"
@@ -80,13 +78,9 @@ class Outcome:
 
 
 def threshold_of(spec: Any, figures: Figures) -> float | None:
-    """A number; {link_class: N}: what an honest N GbE link measures; {metric, factor}."""
-    if isinstance(spec, dict) and "link_class" in spec:
-        return link_classes.floor(float(spec["link_class"]))
-    if isinstance(spec, dict):
-        base = figures.worst_value(spec["metric"], True)
-        return base * float(spec["factor"]) if base is not None else None
-    return float(spec)
+    """A number; {link_class: N}: what an honest N GbE link measures; {metric, factor}: of
+    the run's lowest figure of that metric (contract.rules reads all three)."""
+    return rules.threshold(spec, lambda metric: figures.worst_value(metric, True))
 
 
 def evaluate_criterion(criterion: dict[str, Any], figures: Figures, multi_node: bool,

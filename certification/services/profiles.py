@@ -11,9 +11,9 @@ import yaml
 from django.db import transaction
 
 from certification.models import CertificationProfile
-from certification.services.criteria import COMPARISONS
 from config.errors import Invalid
-from contract import metrics
+from contract import metrics, rules
+from contract.rules import COMPARISONS
 from contract.suites import SUITES
 
 PROFILES_FILE = Path(__file__).resolve().parents[1] / "profiles.yaml"
@@ -35,13 +35,10 @@ def check_criterion(profile: str, criterion: dict[str, Any]) -> None:
         raise ProfileError(f"{where}: requires must be gpu or multi_node")
     if criterion.get("verified_by", "host") not in VERIFIERS:
         raise ProfileError(f"{where}: verified_by must be reference or host")
-    threshold = criterion.get("threshold")
-    if isinstance(threshold, dict):
-        if not ("link_class" in threshold or {"metric", "factor"} <= set(threshold)):
-            raise ProfileError(f"{where}: a threshold is a number, {{link_class}} or "
-                               "{metric, factor}")
-    elif not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
-        raise ProfileError(f"{where}: a threshold is a number, {{link_class}} or {{metric, factor}}")
+    try:
+        rules.check_threshold(criterion.get("threshold"), where)
+    except rules.RuleError as exc:
+        raise ProfileError(str(exc)) from None
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> list[CertificationProfile]:

@@ -62,7 +62,7 @@ def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
     for part in score.PARTS:
         metric = next((m for m in part.metrics if m in values), part.metrics[0])
         share = got.get(part.name)
-        out.append({"label": _(part.label), "why": _(part.why), "metric": words.label(metric),
+        out.append({"label": _(part.label), "why": part.why, "metric": words.label(metric),
                     "value": figure(values.get(metric), metric), "unit": unit_of(metric),
                     "target": ("≥ " if part.higher_is_better else "≤ ") + figure(part.target, metric),
                     "share": None if share is None else round(100 * share),
