@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
+from benchmarks import runner
 from workers.host import config as node_config
 from workers.host import inventory
 from workers.host.redis_transport import node_broker_url
@@ -33,8 +33,12 @@ def doctor(config_path: Path) -> list[Check]:
         version = inventory.TOOL_VERSION_ARGS.get(tool)
         detail = ""
         if path and version:
-            out = subprocess.run([tool, *version], capture_output=True, text=True, check=False)
-            detail = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else ""
+            try:  # the probes' seam: a tool that hangs on --version cannot hang the doctor
+                out = runner.run([tool, *version], timeout=10)
+                said = (out.stdout or out.stderr).strip()
+                detail = said.splitlines()[0] if said else ""
+            except (runner.CommandNotFound, runner.CommandTimeout) as exc:
+                detail = f"{tool} {' '.join(version)}: {exc}"
         checks.append(Check(tool, path is not None, detail or (path or "missing"),
                             "" if path else f"apt-get install {package}"))
     gpu = inventory.gpus()

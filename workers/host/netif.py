@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import subprocess
+
+from benchmarks import runner
 
 SOCKET_IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 
@@ -35,8 +36,10 @@ def set_socket_ifname(address: str) -> str | None:
     """Set GLOO/NCCL_SOCKET_IFNAME for ``address`` unless the operator already did."""
     if not address:
         return None
-    shown = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True,
-                           check=False).stdout
+    try:
+        shown = runner.run(["ip", "-o", "addr", "show"], timeout=10).stdout
+    except (runner.CommandNotFound, runner.CommandTimeout):
+        return None  # gloo and NCCL pick an interface themselves
     name = interface_for(address, shown)
     if name:
         for var in SOCKET_IFNAME_VARS:
