@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial]
 READY = "press Ctrl-C to stop everything"
 
 
-def run_demo_until_it_waits(log: Path) -> tuple[subprocess.Popen[str], list[str]]:
+def run_demo_until_it_waits(log: Path) -> tuple[subprocess.Popen[str], list[str],
+                                                threading.Thread]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     demo = subprocess.Popen([sys.executable, "-m", "lab.demo"], cwd=REPO, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=log.open("w"))
@@ -43,10 +44,11 @@ def run_demo_until_it_waits(log: Path) -> tuple[subprocess.Popen[str], list[str]
                 ready.set()
         ready.set()  # it ended
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     ready.wait(900)
     assert READY in "".join(lines), "".join(lines)[-3000:] + log.read_text()[-3000:]
-    return demo, lines
+    return demo, lines, reader
 
 
 def stop(demo: subprocess.Popen[str]) -> int:
@@ -145,12 +147,12 @@ def check_the_try_it_block(out: str) -> None:
 
 def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_path: Path) -> None:
     started = time.monotonic()
-    demo, lines = run_demo_until_it_waits(tmp_path / "demo.stderr")
+    demo, lines, reader = run_demo_until_it_waits(tmp_path / "demo.stderr")
     try:
         check_the_try_it_block("".join(lines))
     finally:
         returncode = stop(demo)
-    time.sleep(0.5)  # the reader's last lines
+    reader.join(10)  # its last lines: it ends with the demo's output
     out = "".join(lines)
     assert returncode == 0, out[-3000:]
     assert "stopped every process it started" in out

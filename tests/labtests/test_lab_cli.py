@@ -3,19 +3,29 @@ up --spec tour` and `benchctl lab down`, run from outside the repository."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from lab import cli as lab_cli
 from lab import netlab
 from lab.procs import wait_for
 
 BENCHCTL = str(Path(sys.executable).with_name("benchctl"))
+
+
+def alive(pid: int) -> bool:
+    """Running: not gone, and not a zombie waiting for whoever adopted it to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def env_without_database() -> dict[str, str]:
@@ -47,18 +57,23 @@ def test_the_installed_benchctl_brings_the_tour_lab_up_and_down_from_any_directo
         assert up.poll() is None, text[-3000:]
         assert "hz-a100-01" in text and "sz-h800-01" in text and "buyer token" in text, text
         assert any(ns.startswith(netlab.PREFIX) for ns in netlab.namespaces())
-        # As after a crash: the processes are killed, then `lab down` removes what is left.
+        # As after a crash: `lab up` killed with -9. Every process it started dies with it
+        # (the parent-death signal); `lab down` removes the namespaces that are left.
+        started = json.loads(lab_cli.STATE.read_text())["pids"]
+        assert len(started) > 5, started
         os.killpg(up.pid, signal.SIGKILL)
         up.wait(30)
+        wait_for(lambda: not any(alive(pid) for pid in started), 20,
+                 "the lab's processes to die with `lab up`")
         assert any(ns.startswith(netlab.PREFIX) for ns in netlab.namespaces())
         down = subprocess.run([BENCHCTL, "lab", "down"], cwd=tmp_path, capture_output=True,
                               text=True, timeout=120, check=False)
         assert down.returncode == 0, down.stderr
-        # The processes `lab up` recorded and every namespace of the tour lab.
-        assert "removed: process group " in down.stdout, down.stdout
+        # Every namespace of the tour lab; no process was left to kill.
+        assert "removed: process group " not in down.stdout, down.stdout
         assert "bl-tour-hz-a100-01" in down.stdout and "bl-tour-br" in down.stdout, down.stdout
-        time.sleep(0.5)
-        assert not any(ns.startswith(netlab.PREFIX) for ns in netlab.namespaces())
+        wait_for(lambda: not any(ns.startswith(netlab.PREFIX) for ns in netlab.namespaces()),
+                 10, "the tour lab's namespaces to go")
     finally:
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
