@@ -1,5 +1,6 @@
-"""`make gpu-check` (benchmarks/gpu_check.py): what it says without a GPU, its measuring
-children run for real on this host's CPU, and its report read from recorded NVML boards with
+"""`make gpu-check` (benchmarks/gpu_check.py; its report, benchmarks/gpu_report.py): what it
+says without a GPU, its measuring children run for real on this host's CPU, and its report
+read from recorded NVML boards with
 figures as a GPU would give them. On a GPU host the whole check runs."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pytest
 import torch
 
 from benchmarks import gpu_check, nvml
-from benchmarks.gpu_check import Line, report
+from benchmarks.gpu_lines import Line, render
+from benchmarks.gpu_report import distributed_lines, report
 from benchmarks.nvml_recording import Replay
 from benchmarks.probes import isolated
 from contract import gpu_models
@@ -162,7 +164,7 @@ def test_the_nccl_part_is_the_training_probes_own(nccl_part: dict[str, Any]) -> 
     curve = samples["training.allreduce_busbw"]["metadata"]["curve"]
     assert [c["size_mib"] for c in curve] == [1, 2, 4]
     assert samples["training.step_time"]["value"] > 0
-    lines = gpu_check.distributed_lines(nccl_part, inventory("h100_sxm_hgx"), {})
+    lines = distributed_lines(nccl_part, inventory("h100_sxm_hgx"), {})
     over = f" over {result['transport']}" if result.get("transport") else ""
     assert lines[0].text.startswith(f"{result['backend']} all-reduce{over}, 2 GPUs, busbw GB/s: 1 MiB ")
     assert lines[1].text.startswith(f"DDP on {result['backend']}, 2 rank(s)")
@@ -234,17 +236,17 @@ def test_links_down_and_a_lowered_power_limit_are_faults() -> None:
 def test_an_all_reduce_well_under_nvlink_points_at_the_transport() -> None:
     slow = distributed(8, 40.0)
     slow["result"]["transport"] = "NET/Socket"
-    lines = gpu_check.distributed_lines(slow, inventory("h100_sxm_hgx"), {})
+    lines = distributed_lines(slow, inventory("h100_sxm_hgx"), {})
     assert lines[0].text.startswith("nccl all-reduce over NET/Socket, 8 GPUs")
     assert lines[0].mark == "LOW" and lines[0].text.endswith("0.09 of NVLink one direction 450")
     assert "NCCL_DEBUG=INFO" in lines[0].look[0]
     # A PCIe board is measured against its PCIe link, not NVLink it does not have.
-    pcie = gpu_check.distributed_lines(distributed(2, 20.0), inventory("rtx_4090"), {})
+    pcie = distributed_lines(distributed(2, 20.0), inventory("rtx_4090"), {})
     assert pcie[0].mark == "" and pcie[0].text.endswith("0.63 of PCIe Gen4 x16 one direction 31.5")
 
 
 def test_low_utilisation_through_the_ddp_steps_is_informational() -> None:
-    lines = gpu_check.distributed_lines(distributed(2, 380.0, util=41.0),
+    lines = distributed_lines(distributed(2, 380.0, util=41.0),
                                         inventory("h100_sxm_hgx"), {})
     util = next(line for line in lines if "NVML through the DDP steps" in line.text)
     assert "utilisation 41% mean, power 610 W mean" in util.text and not util.low
@@ -280,7 +282,7 @@ def test_a_gpu_that_failed_or_was_left_out_says_so() -> None:
 
 
 def test_rendered_lines_carry_their_mark_and_hints() -> None:
-    text = gpu_check.render([Line("  matmul bf16", "LOW", ["the cooling"]), Line("done")])
+    text = render([Line("  matmul bf16", "LOW", ["the cooling"]), Line("done")])
     assert text == "  matmul bf16  <- LOW\n      look at: the cooling\ndone"
 
 
