@@ -9,8 +9,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from board import clusters, stability_board
-from board.links import link_data
+from board import clusters, links, stability_board
 from contract.suites import (
     MEASURING_SUITES,
     PROFILES,
@@ -20,8 +19,8 @@ from contract.suites import (
     resolve_params,
 )
 from fleet.models import Node
-from jobs.models import BenchmarkJob, ClusterResult, Run, Sample
-from jobs.services import intake, multi_node
+from jobs.models import BenchmarkJob, Run, Sample
+from jobs.services import intake
 
 
 class EnrolmentTokenRequestSerializer(serializers.Serializer[Any]):
@@ -169,27 +168,11 @@ class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_links(self, job: BenchmarkJob) -> list[dict[str, Any]]:
-        if job.node_count < 2:
-            return []
-        return [link_data(li) for li in job.links.select_related("source", "target")
-                .order_by("source__name", "target__name")]
+        return links.job_links(job)
 
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_cluster(self, job: BenchmarkJob) -> dict[str, Any] | None:
-        result = ClusterResult.objects.filter(job=job).select_related(
-            "provider", "region").first() if job.node_count > 1 else None
-        if result is None:
-            return None
-        return {"cluster": result.key, "name": clusters.name(result), "size": result.size,
-                "offer": result.offer, "ranked": result.ranked, "figures": result.figures,
-                "slowest_link_gbps": result.slowest_link_gbps, "evidence": result.grade,
-                "note": ("mixes providers, regions or GPU models: shown to you, ranked on no "
-                         "cluster board") if not result.offer else (
-                    "" if result.grade in Sample.MEASURED else
-                    "its hosts' own figures: listed as the provider's claim, ranked only with "
-                    "evidence=any (a buyer's trial agents make it buyer-measured)"),
-                "diagnosis": [f.__dict__ for f in clusters.diagnose(result, multi_node.links_of(
-                    job.pk, list(result.nodes.values_list("pk", flat=True))))]}
+        return clusters.job_cluster(job)
 
     def get_url(self, job: BenchmarkJob) -> str:
         path = reverse("benchmark-detail", args=[job.pk])

@@ -25,7 +25,7 @@ from board.diagnosis import Finding
 from board.ranking import EVIDENCE_CHOICES
 from config.errors import Invalid
 from contract import metrics
-from jobs.models import ClusterResult, LinkResult, Sample
+from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Sample
 from jobs.services import multi_node
 
 DEFAULT_METRIC = "training.samples_per_s"
@@ -262,3 +262,22 @@ def name(result: ClusterResult) -> str:
                                   result.region.city if result.region else "mixed regions") if x)
     model = result.gpu_model if result.gpu_model not in ("", "none") else "CPU"
     return f"{where}, {result.size} x {model}"
+
+
+def job_cluster(job: BenchmarkJob) -> dict[str, Any] | None:
+    """A multi-node job's node set as its owner sees it on the job: the figures, whether it
+    is an offer (and on which board), and the diagnosis; None for a one-node job."""
+    result = ClusterResult.objects.filter(job=job).select_related(
+        "provider", "region").first() if job.node_count > 1 else None
+    if result is None:
+        return None
+    return {"cluster": result.key, "name": name(result), "size": result.size,
+            "offer": result.offer, "ranked": result.ranked, "figures": result.figures,
+            "slowest_link_gbps": result.slowest_link_gbps, "evidence": result.grade,
+            "note": ("mixes providers, regions or GPU models: shown to you, ranked on no "
+                     "cluster board") if not result.offer else (
+                "" if result.grade in Sample.MEASURED else
+                "its hosts' own figures: listed as the provider's claim, ranked only with "
+                "evidence=any (a buyer's trial agents make it buyer-measured)"),
+            "diagnosis": [f.__dict__ for f in diagnose(result, multi_node.links_of(
+                job.pk, list(result.nodes.values_list("pk", flat=True))))]}

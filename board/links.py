@@ -15,7 +15,7 @@ from django.db.models import F, Q, QuerySet
 
 from config.errors import Invalid
 from fleet.models import Node
-from jobs.models import LinkResult
+from jobs.models import BenchmarkJob, LinkResult
 from jobs.services import visibility
 from jobs.services.multi_node import latest_per_pair
 
@@ -142,3 +142,10 @@ def region_paths() -> list[RegionPath]:
                               statistics.median(rates) if rates else None))
     return out
 
+
+def job_links(job: BenchmarkJob) -> list[dict[str, Any]]:
+    """A multi-node job's links, each direction with both ends' views, by name."""
+    if job.node_count < 2:
+        return []
+    return [link_data(li) for li in job.links.select_related("source", "target")
+            .order_by("source__name", "target__name")]
