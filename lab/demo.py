@@ -149,9 +149,8 @@ class Demo:
             if enrol.popen.wait(60) != 0:
                 raise RuntimeError(f"the trial agent of {node['name']} did not enrol:\n{enrol.log()}")
             workers.append((node, config, self.keep(procs.start(
-                f"trial-worker-{node['name']}", self.on(node["name"], [
-                    sys.executable, "-m", "workers.cli", "--config", str(config), "worker"]),
-                self.logs, env={"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}))))
+                f"trial-worker-{node['name']}", self.on(node["name"], procs.node_worker_argv(config)),
+                self.logs, env=procs.NODE_WORKER_ENV))))
         agents = {}
         for node, config, worker in workers:
             procs.wait_worker_ready(worker, timeout=120)

@@ -209,10 +209,18 @@ def _port_open(host: str, port: int) -> bool:
         return False
 
 
+# A node worker as the tests and the lab run it: its log unbuffered (readiness is read from
+# it), and a short idle BRPOP, so that stopping it takes a second (redis_transport).
+NODE_WORKER_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO), "BENCH_BRPOP_TIMEOUT": "1"}
+
+
+def node_worker_argv(config_path: Path) -> list[str]:
+    return [sys.executable, "-m", "workers.cli", "--config", str(config_path), "worker",
+            "--loglevel", "INFO"]
+
+
 def start_node_worker(config_path: Path, log_dir: Path, name: str) -> Proc:
-    return start(name, [sys.executable, "-m", "workers.cli", "--config", str(config_path),
-                        "worker", "--loglevel", "INFO"], log_dir,
-                 env={"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)})
+    return start(name, node_worker_argv(config_path), log_dir, env=NODE_WORKER_ENV)
 
 
 def wait_worker_ready(proc: Proc, timeout: float = 30) -> None:

@@ -162,9 +162,8 @@ class LabStack:
             if enrol.popen.wait(60) != 0:
                 raise RuntimeError(f"enrolling {host.name} failed:\n{enrol.log()}")
             starting.append((host, config, self.keep(procs.start(
-                f"worker-{host.name}", self.lab.exec_argv(host.name, [
-                    sys.executable, "-m", "workers.cli", "--config", str(config), "worker"]),
-                self.work_dir, env={"PYTHONPATH": str(procs.REPO), "PYTHONUNBUFFERED": "1"}))))
+                f"worker-{host.name}", self.lab.exec_argv(host.name, procs.node_worker_argv(config)),
+                self.work_dir, env=procs.NODE_WORKER_ENV))))
         for host, config, worker in starting:
             procs.wait_worker_ready(worker, timeout=120)
             node_id = int(json.loads(config.read_text())["node_id"])

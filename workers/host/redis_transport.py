@@ -10,6 +10,7 @@ Its BRPOP also waits longer when idle (BRPOP_TIMEOUT).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import redis
@@ -36,8 +37,10 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
 
 # An idle worker's BRPOP returns empty after this many seconds and is sent again; a message
 # arriving meanwhile returns it at once. kombu's 1 s made 10,000 idle hosts send 10,000
-# commands a second to their brokers for nothing (make bench, fleet).
-BRPOP_TIMEOUT = 5
+# commands a second to their brokers for nothing (make bench, fleet). A worker's shutdown
+# waits for the BRPOP in flight, so the tests and the lab, which stop their workers at every
+# teardown, set BENCH_BRPOP_TIMEOUT=1 (lab.procs.NODE_WORKER_ENV): a second instead of five.
+BRPOP_TIMEOUT = int(os.environ.get("BENCH_BRPOP_TIMEOUT", "5"))
 
 
 class Transport(kombu_redis.Transport):  # type: ignore[misc]
