@@ -210,8 +210,11 @@ def _port_open(host: str, port: int) -> bool:
 
 
 # A node worker as the tests and the lab run it: its log unbuffered (readiness is read from
-# it), and a short idle BRPOP, so that stopping it takes a second (redis_transport).
-NODE_WORKER_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO), "BENCH_BRPOP_TIMEOUT": "1"}
+# it), a short idle BRPOP, so that stopping it takes a second (redis_transport), and one
+# torch thread per training rank, since its "host" shares this machine's cores with the
+# others (benchmarks/probes/training_ddp.rank_main).
+NODE_WORKER_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO), "BENCH_BRPOP_TIMEOUT": "1",
+                   "BENCH_TORCH_THREADS": "1"}
 
 
 def node_worker_argv(config_path: Path) -> list[str]:
