@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from board import rules
@@ -36,9 +35,7 @@ def broken(name: str, v: Values) -> Rule | None:
 
 
 def finding(rule: Rule, verdict: str, advice: str) -> Finding:
-    zh = (get_language() or "").startswith("zh")
-    return Finding(rule.name, verdict, advice, f"diagnosis.{rule.name}",
-                   rule.why_zh if zh else rule.why)
+    return Finding(rule.name, verdict, advice, f"diagnosis.{rule.name}", rules.why(rule))
 
 
 def communication_bound(v: Values) -> Finding | None:

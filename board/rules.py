@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from django.utils.translation import get_language
+
 from contract import rules
 from contract.rules import Rule
 
@@ -22,3 +24,8 @@ def diagnosis() -> dict[str, Rule]:
 @cache
 def score() -> dict[str, Rule]:
     return rules.load(RULES_FILE, "score", extra_metrics=[STABILITY])
+
+
+def why(rule: Rule) -> str:
+    """A rule's why in the request's language (the rule file holds both)."""
+    return rule.why_zh if (get_language() or "").startswith("zh") else rule.why

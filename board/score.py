@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.conf import settings
-from django.utils.translation import get_language, gettext_noop
+from django.utils.translation import gettext_noop
 
 from board import rules
 from board.rules import STABILITY
@@ -45,8 +46,9 @@ class Part:
     def metrics(self) -> tuple[str, ...]:
         return self.rule.metrics
 
-    @property
+    @cached_property
     def target(self) -> float:
+        # Read once: score() asks for it for every part of every row of the board.
         limit = self.rule.limit()
         assert limit is not None, f"score rule {self.name}: a target of its own, not a ratio"
         return limit
@@ -57,8 +59,7 @@ class Part:
 
     @property
     def why(self) -> str:
-        """In the request's language (the rule file holds both)."""
-        return self.rule.why_zh if (get_language() or "").startswith("zh") else self.rule.why
+        return rules.why(self.rule)
 
 
 # A node's own figures only: its links and clusters are judged on their own boards.
