@@ -4,10 +4,16 @@ down, a lowered power limit), from the NVML inventory of one GPU."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from benchmarks.gpu_lines import Line
+from contract import rules
 from contract.gpu_models import GpuModel
+
+# What a board may show, each with its why and source.
+BOUNDS = {name: b.value for name, b in rules.load_bounds(
+    Path(rules.__file__).resolve().parent / "data" / "gpu_health.yaml").items()}
 
 
 def health(board: dict[str, Any], model: GpuModel | None) -> list[Line]:
@@ -22,7 +28,7 @@ def health(board: dict[str, Any], model: GpuModel | None) -> list[Line]:
 def ecc_errors(board: dict[str, Any], _: GpuModel | None) -> Line | None:
     volatile = board.get("ecc_uncorrected_volatile") or 0
     aggregate = board.get("ecc_uncorrected_aggregate") or 0
-    if not volatile and not aggregate:
+    if max(volatile, aggregate) <= BOUNDS["uncorrected_ecc_errors"]:
         return None
     return Line(f"  uncorrected ECC errors: {volatile} since the driver loaded, {aggregate} in "
                 "the board's life", mark="FIX",
@@ -32,7 +38,7 @@ def ecc_errors(board: dict[str, Any], _: GpuModel | None) -> Line | None:
 
 def row_remapping(board: dict[str, Any], _: GpuModel | None) -> Line | None:
     rows = board.get("remapped_rows")
-    if not rows or not (rows["pending"] or rows["failed"]):
+    if not rows or max(int(rows["pending"]), int(rows["failed"])) <= BOUNDS["remapped_rows_pending"]:
         return None
     if rows["failed"]:
         return Line("  row remapping failed", mark="FIX",
@@ -42,14 +48,14 @@ def row_remapping(board: dict[str, Any], _: GpuModel | None) -> Line | None:
 
 
 def retired_pages(board: dict[str, Any], _: GpuModel | None) -> Line | None:
-    if not board.get("retired_pages_pending"):
+    if int(board.get("retired_pages_pending") or 0) <= BOUNDS["retired_pages_pending"]:
         return None
     return Line(f"  page retirement pending ({board.get('retired_pages')} pages retired)",
                 mark="FIX", look=["reboot or reset the GPU so that the pages are retired"])
 
 
 def nvlink_down(board: dict[str, Any], model: GpuModel | None) -> Line | None:
-    if board.get("nvlink_down"):
+    if len(board.get("nvlink_down") or []) > BOUNDS["nvlink_links_down"]:
         return Line(f"  NVLink links down: {board['nvlink_down']}", mark="FIX",
                     look=["nvidia-smi nvlink -s; on NVSwitch boards, nvidia-fabricmanager"])
     if model and model.nvlink_gbs and not model.nvlink_bridge and not board.get("nvlink_links") \
@@ -61,7 +67,7 @@ def nvlink_down(board: dict[str, Any], model: GpuModel | None) -> Line | None:
 
 def power_limit_lowered(board: dict[str, Any], _: GpuModel | None) -> Line | None:
     limit, default = board.get("power_limit_w"), board.get("power_default_limit_w")
-    if not limit or not default or limit >= 0.95 * default:
+    if not limit or not default or limit >= BOUNDS["power_limit_share"] * default:
         return None
     return Line(f"  power limit {limit:g} W, below the board's default {default:g} W", mark="FIX",
                 look=["the provider lowered it (nvidia-smi -pl): matmul runs slower"])

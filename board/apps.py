@@ -9,9 +9,10 @@ class BoardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from jobs.signals import run_stored
+        from jobs.signals import job_finished, run_stored
 
         run_stored.connect(_project)
+        job_finished.connect(_record_multi_node)
 
 
 def _project(run: object, samples: object, succeeded: bool, **_: object) -> None:
@@ -20,3 +21,11 @@ def _project(run: object, samples: object, succeeded: bool, **_: object) -> None
         from board.latest import record_latest
 
         record_latest(run, samples)  # type: ignore[arg-type]
+
+
+def _record_multi_node(job_id: int, **_: object) -> None:
+    # A multi-node job's links and cluster, once its last run is in (jobs sends this then:
+    # after a run, a cancel, or the sweeper's queue timeout).
+    from board.multi_node import record
+
+    record(job_id, finished=True)

@@ -21,12 +21,13 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
+from board import multi_node
 from board.diagnosis import Finding
+from board.models import ClusterResult, LinkResult
 from board.ranking import EVIDENCE_CHOICES
 from config.errors import Invalid
 from contract import metrics
-from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Sample
-from jobs.services import multi_node
+from jobs.models import BenchmarkJob, Sample
 
 DEFAULT_METRIC = "training.samples_per_s"
 SLOWEST_LINK = "network.slowest_link"  # not a sample's metric: the cluster's weakest pair

@@ -22,12 +22,12 @@ from django.utils.translation import gettext_lazy
 from board import clusters, estimate
 from board.estimate import Estimate, Measured, Workload
 from board.latest import lowest
-from board.models import LatestResult
+from board.models import ClusterResult, LatestResult
 from board.ranking import Filters, evidence_class, filtered, profile_for
 from config.errors import Invalid
 from contract.numbers import number
 from fleet.models import Node
-from jobs.models import ClusterResult, Sample
+from jobs.models import Sample
 from jobs.services.consistency import BUSBW_SLACK
 
 RANK_BY = ("cost", "time")

@@ -13,11 +13,12 @@ from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
+from board.models import LinkResult
+from board.multi_node import latest_per_pair
 from config.errors import Invalid
 from fleet.models import Node
-from jobs.models import BenchmarkJob, LinkResult
+from jobs.models import BenchmarkJob
 from jobs.services import visibility
-from jobs.services.multi_node import latest_per_pair
 
 MAX_MATRIX_NODES = 64
 

@@ -8,7 +8,7 @@ buyer-measured ones: the default board) and "any" (host-reported too).
 
 from django.db import models
 
-from fleet.models import Node
+from fleet.models import Node, Provider, Region
 
 
 class LatestResult(models.Model):
@@ -41,3 +41,67 @@ class LatestResult(models.Model):
         constraints = [models.UniqueConstraint(fields=["node", "metric", "profile", "evidence"],
                                                name="one_value_per_node_metric_profile_evidence")]
         indexes = [models.Index(fields=["metric", "profile", "evidence", "value"])]
+
+
+class LinkResult(models.Model):
+    """One direction of one link in a multi-node job: ``source`` sent, ``target`` received.
+
+    Both ends' views: the sender's iperf3 client (its sample) and the receiving node's own
+    iperf3 server log of the same tests, matched by cookie. The link is ``agreed`` when
+    the two counts agree within LINK_AGREEMENT (its figure is then the receiver's count), and
+    ``confirmed`` when they agree and the receiver is another provider's host.
+    """
+
+    job = models.ForeignKey("jobs.BenchmarkJob", on_delete=models.CASCADE, related_name="links")
+    source = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="links_out")
+    target = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="links_in")
+    throughput_gbps = models.FloatField(null=True)
+    sender_gbps = models.FloatField(null=True)
+    receiver_gbps = models.FloatField(null=True)
+    rtt_ms = models.FloatField(null=True)  # source -> target (ICMP avg); the reverse row has the other way
+    # Both ends counted the same tests; confirmed only when the receiver is another
+    # provider's host (two hosts of one provider can agree on a lie).
+    agreed = models.BooleanField(default=False)
+    confirmed = models.BooleanField(default=False)
+    ranked = models.BooleanField(default=False)  # the job's runs all rank (a published profile)
+    profile = models.CharField(max_length=16, default="default")
+    measured_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "jobs_linkresult"  # written by jobs until #31; the table kept its name
+        constraints = [models.UniqueConstraint(fields=["job", "source", "target"],
+                                               name="one_link_result_per_job_direction")]
+        indexes = [models.Index(fields=["source", "target", "measured_at"])]
+
+
+class ClusterResult(models.Model):
+    """A multi-node job's figures of its whole node set (DDP across the nodes).
+
+    A cluster is named by its nodes (``key``: their ids, sorted). When all of them are one
+    provider's in one region it is an ``offer`` the board can rank; a job that mixes
+    providers or regions is kept and shown to its owner, and ranks no cluster.
+    """
+
+    job = models.OneToOneField("jobs.BenchmarkJob", on_delete=models.CASCADE, related_name="cluster")
+    nodes = models.ManyToManyField(Node, related_name="clusters")
+    key = models.TextField()
+    size = models.PositiveIntegerField()
+    provider = models.ForeignKey(Provider, null=True, on_delete=models.PROTECT, related_name="+")
+    region = models.ForeignKey(Region, null=True, on_delete=models.PROTECT, related_name="+")
+    gpu_model = models.CharField(max_length=64, blank=True)
+    offer = models.BooleanField(default=False)
+    ranked = models.BooleanField(default=False)
+    profile = models.CharField(max_length=16, default="default")
+    # metric -> {"value", "unit", "n"}: the training figures of the first rank's run (every
+    # rank takes part in the same collectives; rank 0 times them for the job).
+    figures = models.JSONField(default=dict)
+    slowest_link_gbps = models.FloatField(null=True)
+    measured_at = models.DateTimeField()
+    # The evidence ladder (Sample.LADDER): buyer-measured when every run was on a trial agent
+    # of the buyer who asked (the nodes are then the provider's nodes those agents measure);
+    # otherwise the hosts' own word. Only measured clusters rank by default.
+    grade = models.CharField(max_length=24, default="host-reported")
+
+    class Meta:
+        db_table = "jobs_clusterresult"
+        indexes = [models.Index(fields=["size", "gpu_model", "measured_at"])]

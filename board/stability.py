@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from contract import rules as bounds
 
 RULES_FILE = Path(__file__).resolve().parent / "data" / "stability.yaml"
 STABLE, VARIES_BY_HOUR, VARIES, NOT_ENOUGH = "stable", "varies-by-hour", "varies", "not-enough-data"
@@ -28,7 +28,7 @@ STABLE, VARIES_BY_HOUR, VARIES, NOT_ENOUGH = "stable", "varies-by-hour", "varies
 
 @lru_cache(maxsize=1)
 def rules() -> dict[str, float]:
-    return {k: float(v["value"]) for k, v in yaml.safe_load(RULES_FILE.read_text()).items()}
+    return {name: b.value for name, b in bounds.load_bounds(RULES_FILE).items()}
 
 
 @dataclass(frozen=True)

@@ -181,8 +181,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 
 
 # A figure belongs to what was measured. These are of a link between two nodes (stored as
-# link results, jobs.LinkResult); a multi-node job's training figures are of its node set
-# (jobs.ClusterResult). Neither is ever a node's own board value.
+# link results, board.LinkResult); a multi-node job's training figures are of its node set
+# (board.ClusterResult). Neither is ever a node's own board value.
 LINK_METRICS = frozenset({"network.internode_throughput", "network.internode_rtt",
                           "network.internode_received"})
 CLUSTER_FAMILY = "training"

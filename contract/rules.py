@@ -12,6 +12,12 @@ The rule sets: the board's diagnosis and score targets (board/data/rules.yaml) a
 certification profiles' criteria (certification/profiles.yaml). A file that names an
 unknown metric or comparison, or a rule without its source or its why in either language,
 fails when it is loaded, not when a node is judged by it.
+
+A bound is the other kind of threshold: a number a check is held to that is not a figure's
+target (a tolerance between two timings, a slack over a line rate, a count of re-tests),
+with its why in both languages and its source, as a rule. The bound files: the intake's
+consistency checks (jobs/data/consistency.yaml), the stability verdicts
+(board/data/stability.yaml) and the GPU board's health (contract/data/gpu_health.yaml).
 """
 
 from __future__ import annotations
@@ -63,6 +69,15 @@ class Rule:
         return COMPARISONS[self.comparison](value, limit)
 
 
+@dataclass(frozen=True)
+class Bound:
+    name: str
+    value: float
+    why: str
+    why_zh: str
+    source: str
+
+
 def threshold(spec: Any, figure: Callable[[str], float | None]) -> float | None:
     """A threshold's number; ``figure`` gives the other figure a {metric, factor} names."""
     if isinstance(spec, dict) and "link_class" in spec:
@@ -95,12 +110,8 @@ def rule(name: str, spec: Mapping[str, Any], extra_metrics: Iterable[str] = ()) 
     if spec.get("comparison") not in COMPARISONS:
         raise RuleError(f"{where}: comparison must be one of {sorted(COMPARISONS)}")
     check_threshold(spec.get("threshold"), where)
-    for field in ("why", "why_zh", "source"):
-        if not isinstance(spec.get(field), str) or not spec[field].strip():
-            raise RuleError(f"{where}: no {field} (every rule says why, in both languages, "
-                            "and where its threshold comes from)")
-    return Rule(name, tuple(names), spec["comparison"], spec["threshold"], spec["why"].strip(),
-                spec["why_zh"].strip(), spec["source"].strip())
+    return Rule(name, tuple(names), spec["comparison"], spec["threshold"],
+                *_explained(spec, where))
 
 
 def load(path: Path, section: str, extra_metrics: Iterable[str] = ()) -> dict[str, Rule]:
@@ -111,3 +122,26 @@ def load(path: Path, section: str, extra_metrics: Iterable[str] = ()) -> dict[st
         raise RuleError(f"{path}: no {section!r} rules")
     extra = list(extra_metrics)
     return {name: rule(name, spec, extra) for name, spec in entries.items()}
+
+
+def _explained(spec: Mapping[str, Any], where: str) -> tuple[str, str, str]:
+    for field in ("why", "why_zh", "source"):
+        if not isinstance(spec.get(field), str) or not spec[field].strip():
+            raise RuleError(f"{where}: no {field} (every rule says why, in both languages, "
+                            "and where its threshold comes from)")
+    return spec["why"].strip(), spec["why_zh"].strip(), spec["source"].strip()
+
+
+def load_bounds(path: Path) -> dict[str, Bound]:
+    """A bound file, every bound checked before any is used: a number, why, why_zh, source."""
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or not data:
+        raise RuleError(f"{path}: no bounds")
+    bounds = {}
+    for name, spec in data.items():
+        where = f"{path.name}: bound {name!r}"
+        value = spec.get("value") if isinstance(spec, dict) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise RuleError(f"{where}: its value is a number")
+        bounds[name] = Bound(name, float(value), *_explained(spec, where))
+    return bounds

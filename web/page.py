@@ -15,9 +15,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from board import clusters, links
+from board.models import ClusterResult, LinkResult
 from certification.models import Certificate
 from contract import metrics
-from jobs.models import ClusterResult, LinkResult
 from web import charts, words
 
 # The board's candidate columns (a node's own figures; links and clusters have views of

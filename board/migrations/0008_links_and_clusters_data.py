@@ -5,7 +5,7 @@ count, its link results (the sender's view only: the receiver's own log was not 
 before) and its cluster result; node board rows built from link figures or from
 multi-node training are recomputed from single-node figures alone.
 
-It runs the services of this release (jobs.services.multi_node, board.latest)
+It runs the services of this release (board.multi_node, board.latest)
 on the schema this migration follows.
 """
 
@@ -20,7 +20,7 @@ from django.db.models import Count
 def move(apps: Any, schema_editor: Any) -> None:
     from contract import metrics
     from jobs.models import BenchmarkJob
-    from jobs.services import multi_node
+    from board import multi_node
     from board.models import LatestResult
     from board import latest
 

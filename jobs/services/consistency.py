@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from contract import gpu_models, metrics, storage_devices, training_shapes
+from contract import gpu_models, metrics, rules, storage_devices, training_shapes
 from contract.suites import PARAMS, choice
 
 THROUGHPUT_METRICS = ("network.tcp_throughput", "network.tcp_throughput_reverse",
@@ -27,29 +28,23 @@ LOOPBACK_HOSTS = ("127.", "::1", "localhost")
 def is_loopback(host: str) -> bool:
     return host.startswith(LOOPBACK_HOSTS)
 
-# A NIC's nominal speed is its line rate; TCP goodput is below it. Slack for rounding.
-LINK_SLACK = 1.02
-# nccl-tests' busbw of a ring cannot beat its slowest link; 5% for the two timings.
-BUSBW_SLACK = 1.05
-# psync: one I/O in flight per fio job. Above 1.25x that many is impossible (Little's law);
-# below, jobs spend time outside the I/O call: measured here 0.75-0.81 on tmpfs with 32
-# jobs on 2 busy cores, so the lower bound is 0.5, not the 0.75 a disk-bound run keeps.
-LITTLE_HIGH, LITTLE_LOW = 1.25, 0.5
+
+# The bounds, each with its why and source: jobs/data/consistency.yaml.
+BOUNDS = rules.load_bounds(Path(__file__).resolve().parents[1] / "data" / "consistency.yaml")
+LINK_SLACK = BOUNDS["link_slack"].value
+BUSBW_SLACK = BOUNDS["busbw_slack"].value
+LITTLE_HIGH, LITTLE_LOW = BOUNDS["little_high"].value, BOUNDS["little_low"].value
+STEP_SLACK = BOUNDS["step_slack"].value
+COMM_SHARE_TOLERANCE = BOUNDS["comm_share_tolerance"].value
+THROUGHPUT_TOLERANCE = BOUNDS["throughput_tolerance"].value
+SENDER_SLACK = BOUNDS["sender_slack"].value
+PEAK_SLACK = BOUNDS["peak_slack"].value
+ATTAINABLE_SLACK = BOUNDS["attainable_slack"].value
+UTIL_IDLE_PERCENT = BOUNDS["util_idle_percent"].value
+# psync: one I/O in flight per fio job (the probe's fio jobs), not a bound.
 FIO_IODEPTH = 1
-# Step and compute are medians of separate timed loops; on a busy host the no-sync loop
-# can come out a little slower than the synced one when communication is nearly free.
-STEP_SLACK = 0.85
-COMM_SHARE_TOLERANCE = 0.2
-THROUGHPUT_TOLERANCE = 0.10
-# The sender's and receiver's per-second figures are over slightly different intervals.
-SENDER_SLACK = 0.98
-PEAK_SLACK = 1.05
-# Above the published best measured matmul (MAMF) of a model: newer libraries gain a few
-# per cent, not more.
-ATTAINABLE_SLACK = 1.10
 # The training probe's timed loops, in ms per step of one rank's batch.
 STEP_TIME_METRICS = ("training.step_time", "training.step_time_p95", "training.compute_time")
-UTIL_IDLE_PERCENT = 10.0
 SPREAD_EPSILON = 1e-9
 
 

@@ -26,7 +26,6 @@ from jobs.services import (
     coordination,
     evidence,
     intake,
-    multi_node,
     observability,
     reference_records,
 )
@@ -317,14 +316,11 @@ def _finish(run: Run, status: str, error: str, now: Any) -> None:
 
 
 def _after_run(job: BenchmarkJob, requested_by: str) -> None:
-    """Once a job's last run is in: its links and cluster, then job_finished (certification
-    judges on it). A single-node job is finished with its run: no query."""
+    """Once a job's last run is in: job_finished (the board records its links and cluster,
+    certification judges on it). A single-node job is finished with its run: no query."""
     if job.node_count > 1 and Run.objects.filter(job_id=job.pk).exclude(
             status__in=Run.FINISHED).exists():
         return
-    if multi_node.concerns(job):
-        # (cancel and the sweeper's queue timeout record links too.)
-        multi_node.record(job.pk, finished=True)
     job_finished.send(BenchmarkJob, job_id=job.pk, requested_by=requested_by)
 
 
@@ -358,7 +354,7 @@ def cancel(job: BenchmarkJob, by_platform: bool = False) -> int:
 
 def settle(job_ids: list[int]) -> None:
     """After runs were finished in bulk (cancel, a revoked or suspended node, the sweeper):
-    each job whose last run is now in gets its links and job_finished, on commit."""
+    each job whose last run is now in gets its job_finished, on commit."""
     def after() -> None:
         done = (BenchmarkJob.objects.filter(pk__in=set(job_ids))
                 .exclude(runs__status__in=[Run.Status.QUEUED, Run.Status.RUNNING]))

@@ -15,7 +15,7 @@ from config import isolated
 from fleet.models import Node
 from fleet.services import broker, revocation
 from jobs.models import Attempt, Run
-from jobs.services import lifecycle, multi_node, reference_records
+from jobs.services import lifecycle, reference_records
 from jobs.services.dispatch import publish_run
 
 log = logging.getLogger(__name__)
@@ -196,10 +196,10 @@ def fail_unstarted(now: datetime) -> int:
             error=f"not started within {limit} s: node {node.name} is offline "
                   f"(last seen {seen})" if not node.online else
                   f"not started within {limit} s: node {node.name} did not take it")
-        if done and multi_node.concerns(run.job):
-            multi_node.record(run.job_id)  # the links the other nodes measured still count
         if done:
-            lifecycle.settle([run.job_id])  # a certification on it fails, saying why
+            # The job's last run in: its links (what the other nodes measured still counts)
+            # and a certification on it fails, saying why.
+            lifecycle.settle([run.job_id])
         failed += done
 
     isolated.each(stale, fail, "sweep: failing the unstarted run")

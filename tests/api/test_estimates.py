@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from board import estimate
+from board.models import ClusterResult
 from fleet.models import Node, Region
-from jobs.models import ClusterResult
 from tests.board.test_links_clusters import multi_node_job, uniform
 from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
 

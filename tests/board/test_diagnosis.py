@@ -8,7 +8,7 @@ from typing import Any
 from benchmarks.parsers import rdma
 from board import clusters
 from board.diagnosis import diagnose
-from jobs.models import ClusterResult
+from board.models import ClusterResult
 from jobs.services import lifecycle, submission
 
 RDMA = Path(__file__).resolve().parent.parent / "data" / "rdma"

@@ -17,10 +17,10 @@ from django.apps import apps
 from django.test import Client
 
 from board import clusters
-from board.models import LatestResult
+from board.models import ClusterResult, LatestResult, LinkResult
 from fleet.models import Node, Provider
 from fleet.services import enrolment
-from jobs.models import BenchmarkJob, ClusterResult, LinkResult
+from jobs.models import BenchmarkJob
 from jobs.services import lifecycle, submission
 from tests.fixtures import HONEST_INVENTORY, Enrolled, measured, trial_agent
 

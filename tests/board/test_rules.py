@@ -81,3 +81,43 @@ def test_certification_reads_its_thresholds_with_the_same_evaluator() -> None:
         assert criteria.threshold_of(spec, figures) == evaluator.threshold(
             spec, {"storage.smallfile_read": 400.0}.get)
     assert criteria.threshold_of({"link_class": 10}, figures) == 9.0
+
+
+BOUND_FILES = [Path("jobs/data/consistency.yaml"), Path("board/data/stability.yaml"),
+               Path("contract/data/gpu_health.yaml")]
+
+
+@pytest.mark.parametrize("path", BOUND_FILES, ids=lambda p: p.name)
+def test_every_bound_file_loads_with_a_why_in_both_languages_and_a_source(path: Path) -> None:
+    bounds = evaluator.load_bounds(path)
+    assert bounds and all(b.why and b.why_zh and b.source for b in bounds.values())
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"why_zh": " "}, "no why_zh"),
+    ({"source": None}, "no source"),
+    ({"value": "1.02"}, "its value is a number"),
+    ({"value": True}, "its value is a number"),
+])
+def test_a_bound_without_its_why_or_source_or_number_does_not_load(
+        tmp_path: Path, fields: dict[str, object], message: str) -> None:
+    data = yaml.safe_load(BOUND_FILES[0].read_text())
+    data["link_slack"] |= fields
+    copy = tmp_path / "consistency.yaml"
+    copy.write_text(yaml.safe_dump(data, allow_unicode=True))
+    with pytest.raises(evaluator.RuleError, match=message):
+        evaluator.load_bounds(copy)
+
+
+def test_the_checks_hold_results_to_the_bounds_in_their_files() -> None:
+    from benchmarks import gpu_health
+    from board import stability
+    from jobs.services import consistency
+
+    files = {p.name: evaluator.load_bounds(p) for p in BOUND_FILES}
+    assert consistency.STEP_SLACK == files["consistency.yaml"]["step_slack"].value == 0.85
+    assert consistency.LINK_SLACK == files["consistency.yaml"]["link_slack"].value
+    assert stability.rules()["hour_ratio"] == files["stability.yaml"]["hour_ratio"].value
+    lowered = {"power_limit_w": 280.0, "power_default_limit_w": 300.0}  # 93%
+    assert gpu_health.power_limit_lowered(lowered, None) is not None
+    assert gpu_health.power_limit_lowered(lowered | {"power_limit_w": 290.0}, None) is None

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from jobs.models import ClusterResult, LinkResult, Run
+from board.models import ClusterResult, LinkResult
+from jobs.models import Run
 from jobs.services import submission
 from lab.procs import free_port, wait_for
 

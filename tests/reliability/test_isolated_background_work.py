@@ -59,9 +59,9 @@ def test_a_sweep_recovers_every_other_run_and_phase_past_one_that_raises(
     jobs = [submission.submit(buyer.user, [e.node.pk], "noop")[0] for e in (a, b, c)]
     Run.objects.update(queued_at=timezone.now() - timedelta(seconds=5))
     bad = jobs[0].runs.get().pk
-    real_concerns = sweeper.multi_node.concerns
-    monkeypatch.setattr(sweeper.multi_node, "concerns", failing_for(
-        real_concerns, bad, key=lambda job: job.runs.get().pk))
+    real_settle = sweeper.lifecycle.settle
+    monkeypatch.setattr(sweeper.lifecycle, "settle", failing_for(
+        real_settle, jobs[0].pk, key=lambda job_ids: job_ids[0]))
     # A whole phase that raises: the broker budget check before the unstarted runs.
     def broker_answers_nonsense(*args: Any) -> Any:
         raise RuntimeError("CLIENT LIST came back as nonsense")
@@ -75,7 +75,7 @@ def test_a_sweep_recovers_every_other_run_and_phase_past_one_that_raises(
     status = {r.node.name: r.status for r in Run.objects.select_related("node")}
     assert status == {"hz-0": "queued", "hz-1": "failed", "hz-2": "failed"}
     # The next sweep, the fault gone, fails the one left: nothing was lost.
-    monkeypatch.setattr(sweeper.multi_node, "concerns", real_concerns)
+    monkeypatch.setattr(sweeper.lifecycle, "settle", real_settle)
     assert sweeper.sweep().timed_out == 1
     assert Run.objects.get(pk=bad).status == "failed"
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.test import Client
 
-from jobs.services import multi_node, submission
+from board import multi_node
+from jobs.services import submission
 from tests.board.test_links_clusters import multi_node_job, uniform
 from web import page
 

@@ -16,9 +16,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from board.models import ClusterResult
 from certification.models import Certificate
 from fleet.models import Node
-from jobs.models import ClusterResult
 from jobs.services import retests, submission
 from lab.procs import REPO
 from tests.fixtures import measured, trial_agent

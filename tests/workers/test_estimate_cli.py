@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import requests
 
+from board.models import ClusterResult
 from fleet.models import Node, Region
-from jobs.models import ClusterResult
 from lab.procs import REPO
 from tests.board.test_links_clusters import multi_node_job, uniform
 from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent

@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from board import clusters, diagnosis, score
+from board.models import ClusterResult
 from board.ranking import (
     DEFAULT_METRIC,
     Filters,
@@ -19,7 +20,6 @@ from board.ranking import (
 )
 from contract import metrics
 from fleet.models import Node
-from jobs.models import ClusterResult
 from web import charts, words
 from web.page import (
     COLUMN_METRICS,

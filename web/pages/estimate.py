@@ -25,9 +25,9 @@ from django.utils.translation import gettext as _
 from board import estimate, estimate_board
 from board.estimate import Workload
 from board.estimate_board import Candidate, Selection
+from board.models import ClusterResult
 from board.ranking import EVIDENCE_CHOICES
 from fleet.models import Region
-from jobs.models import ClusterResult
 from web import charts, words
 from web.page import best_of, cluster_name
 

@@ -1,6 +1,6 @@
 """A multi-node job's figures, given to what they measured: each link, and the node set.
 
-Recorded once every run of the job has finished (several runs may finish together: the
+Recorded when jobs says the job has finished (job_finished: several runs may finish together, the
 writes are idempotent). The samples stay as they were posted, the record of what each host
 said; the link and cluster rows are read from them.
 
@@ -27,11 +27,12 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from board.models import ClusterResult, LinkResult
 from contract import metrics
 from contract.run_spec import MESH_PREFIX
 from contract.suites import SUITES
 from fleet.models import Node
-from jobs.models import BenchmarkJob, ClusterResult, LinkResult, Run, Sample
+from jobs.models import BenchmarkJob, Run, Sample
 from jobs.services import visibility
 
 LINK_AGREEMENT = 0.05
