@@ -1,7 +1,9 @@
 """Links and clusters on shaped links (#15): real namespaces, tbf, node workers, iperf3, DDP.
 
-Three 200 Mbit/s nodes and a 50 Mbit/s one of the same provider, one reference. Every job
-uses the published quick profile, so its figures rank.
+Three 200 Mbit/s nodes and a 100 Mbit/s one of the same provider, one reference. Every job
+uses the published quick profile, so its figures rank. The rates are where tbf is exact
+and the slow node's gradients still cross in seconds (at 50 Mbit/s its cluster's training
+job alone took four minutes).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from board.models import LatestResult
-from jobs.models import ClusterResult, LinkResult, Run
+from board.models import ClusterResult, LatestResult, LinkResult
+from jobs.models import Run
 from jobs.services import submission
 from lab.procs import wait_for
 from lab.stack import LabStack
@@ -26,7 +28,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ip netns, tc)"),
 ]
 
-FAST, SLOW = 200, 50  # Mbit/s
+FAST, SLOW = 200, 100  # Mbit/s
 # What TCP carries of a shaped rate: tbf counts whole frames (1514 bytes with the Ethernet
 # header) and each carries 1448 bytes of payload (timestamps on). Figures are compared with
 # this within 5%.
@@ -70,24 +72,27 @@ def board_value(node_id: int) -> float:
 
 
 def test_links_and_clusters_on_shaped_links(lab: LabStack, buyer: Any) -> None:
-    f1 = lab.nodes["f1"].node_id
-    # Three nodes of one region at once: all get their turn at the one reference.
-    trio = run_job(buyer, lab, ["f1", "f2", "f3"], "network")
-    fast_links = links(trio)
-    before = board_value(f1)
-    # The fast node beside the slow one: its own figure and its links to its twins stay.
-    mixed = run_job(buyer, lab, ["f1", "s1"], "network")
-    slow_links = links(mixed)
-    after = board_value(f1)
-    print(f"\nf1 to the reference: {before:.4f} Gbit/s before, {after:.4f} after the slow job")
-    for (a, b), li in sorted((fast_links | slow_links).items()):
+    # Four nodes of one region at once, the slow one among them: all get their turns at the
+    # one reference (on main before #15 both nodes of such a job failed, "the server is busy
+    # running a test"), then six rounds of the link matrix.
+    names = ["f1", "f2", "f3", "s1"]
+    job = run_job(buyer, lab, names, "network")
+    for run in Run.objects.filter(job=job).select_related("node"):
+        forward = run.samples.get(metric="network.tcp_throughput",
+                                  metadata__peer__startswith="reference:")
+        shaped = carried(SLOW if run.node.name == "s1" else FAST)
+        print(f"{run.node.name}: {forward.value:.4f} Gbit/s to the reference (TCP on the shaped "
+              f"link: {shaped:.4f}), waited {forward.metadata['reference_wait_s']} s for its turns")
+        assert forward.value == pytest.approx(shaped, rel=0.05)
+    measured = links(job)
+    for (a, b), li in sorted(measured.items()):
         print(f"{a} -> {b}: {li.throughput_gbps:.4f} Gbit/s (sender {li.sender_gbps:.4f}, "
               f"receiver {li.receiver_gbps}, agreed {li.agreed}), RTT {li.rtt_ms} ms")
-    assert after == pytest.approx(carried(FAST), rel=0.05)
-    assert before == pytest.approx(carried(FAST), rel=0.05)
+    # The fast node's board figure is its own link's, the slow node beside it in the job.
+    assert board_value(lab.nodes["f1"].node_id) == pytest.approx(carried(FAST), rel=0.05)
     assert not LatestResult.objects.filter(metric__startswith="network.internode").exists()
-    assert len(fast_links) == 6 and len(slow_links) == 2
-    for (a, b), li in (fast_links | slow_links).items():
+    assert len(measured) == 12
+    for (a, b), li in measured.items():
         # Both ends counted the same; one provider's hosts, so agreed, not confirmed.
         assert li.agreed and not li.confirmed, (a, b, li.sender_gbps, li.receiver_gbps)
         assert li.throughput_gbps == pytest.approx(carried(SLOW if "s1" in (a, b) else FAST),
@@ -107,30 +112,6 @@ def test_links_and_clusters_on_shaped_links(lab: LabStack, buyer: Any) -> None:
                                                                       ["f1", "f2", "s1"]]
     assert any(f["code"] == "slow-node" and f["verdict"].startswith("s1:")
                for f in board[1]["diagnosis"])
-
-
-def test_four_nodes_of_one_region_measured_at_once_with_the_default_ten_second_tests(
-        lab: LabStack, buyer: Any) -> None:
-    # On main both nodes of such a job failed: "iperf3 to reference:hangzhou:ref ... the
-    # server is busy running a test" (5-second tests, three times, outlast the retries).
-    # The default profile's ten-second tests, each once: four nodes' forward, reverse and
-    # parallel tests queue for the one reference (the last waits about 90 s for its
-    # turns), then six rounds of the link matrix. About five minutes on two cores; the
-    # default's five repetitions only make the queue longer (twenty minutes).
-    names = ["f1", "f2", "f3", "s1"]
-    job, _ = submission.submit(buyer.user, [lab.nodes[n].node_id for n in names], "network",
-                               {"repetitions": 1})
-    wait_for(lambda: not Run.objects.filter(job=job, status__in=["queued", "running"]).exists(),
-             1200, "the four-node network job", interval=1.0)
-    for run in Run.objects.filter(job=job).select_related("node"):
-        assert run.status == "succeeded", (run.node.name, run.error)
-        forward = run.samples.get(metric="network.tcp_throughput", metadata__peer__startswith="reference:")
-        shaped = carried(SLOW if run.node.name == "s1" else FAST)
-        print(f"{run.node.name}: {forward.value:.4f} Gbit/s to the reference (TCP on the shaped "
-              f"link: {shaped:.4f}), "
-              f"waited {forward.metadata['reference_wait_s']} s for its turns")
-        assert forward.value == pytest.approx(shaped, rel=0.05)
-    assert len(links(job)) == 12
 
 
 @pytest.mark.parametrize("model", ["transformer", "convnet"])
