@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from board import estimate, estimate_board
+from contract import outcomes
 
 MAX_IDS = estimate_board.MAX_CANDIDATES
 
@@ -113,7 +114,9 @@ class EstimateSerializer(serializers.Serializer[Any]):
     hours = serializers.FloatField()
     cost_cny = serializers.FloatField(allow_null=True, help_text="null: the candidate has no price")
     bottleneck = serializers.CharField(allow_blank=True, help_text='"" when compute bounds it')
-    summary = serializers.CharField()
+    summary = serializers.CharField(help_text=(
+        "the bottleneck and the best what-if in a sentence, in the request's language, worded "
+        "from bottleneck, shares and what_ifs"))
     unmeasured = serializers.ListField(child=serializers.CharField(),
                                        help_text="parts without a figure: counted as 0")
     what_ifs = WhatIfSerializer(many=True)
@@ -136,7 +139,12 @@ class CandidateSerializer(serializers.Serializer[Any]):
         "the lowest rung of the figures it stands on: platform-verified, buyer-measured or "
         "host-reported (with evidence any)"))
     estimate = EstimateSerializer(allow_null=True)
-    skipped = serializers.CharField(allow_blank=True, help_text="why there is no estimate")
+    skipped = serializers.CharField(allow_blank=True, help_text=(
+        "why there is no estimate, in the request's language (worded from skipped_code)"))
+    skipped_code = serializers.ChoiceField(
+        choices=["", *outcomes.SKIPPED], allow_blank=True,
+        help_text="why there is no estimate, as a code a client can word itself (contract/outcomes.py)")
+    skipped_values = serializers.DictField(help_text="the values the code's words name")
 
 
 class EstimateWorkloadEchoSerializer(serializers.Serializer[Any]):

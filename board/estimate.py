@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 
 from config.errors import Invalid
+from contract.outcomes import Skipped
 
 PRESETS_FILE = Path(__file__).resolve().parent / "data" / "workloads.yaml"
 BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb
@@ -54,6 +55,14 @@ BOTTLENECK_SHARE = 0.05
 
 class BadWorkload(Invalid, ValueError):
     default_field = "workload"
+
+
+class Unestimable(BadWorkload):
+    """A candidate whose figures cannot carry the estimate: why, as an outcome code."""
+
+    def __init__(self, skipped: Skipped) -> None:
+        super().__init__(skipped.words(), field="candidate", code=skipped.code)
+        self.skipped = skipped
 
 
 @dataclass(frozen=True)
@@ -138,8 +147,7 @@ def busbw_at(curve: Sequence[tuple[float, float]], size: float) -> float:
 def _points(curve: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     points = sorted((s, b) for s, b in curve if s > 0 and b > 0)
     if not points:
-        raise BadWorkload("no all-reduce bus bandwidth was measured for this candidate",
-                          field="candidate")
+        raise Unestimable(Skipped("no-busbw"))
     return points
 
 
@@ -209,7 +217,7 @@ def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
         raise BadWorkload("global_batch, steps, nodes, gpus_per_node and accumulation must be "
                           "at least 1")
     if m.tflops <= 0:
-        raise BadWorkload("no matmul throughput was measured for this candidate", field="candidate")
+        raise Unestimable(Skipped("no-matmul"))
     compute = w.global_batch * w.train_flops_per_sample / (w.ranks * m.tflops * 1e12)
     # DDP hides a bucket's all-reduce behind the rest of backward when something other than
     # the computing cores moves and sums it (NCCL: its own CUDA stream, the NIC). Ranks on a

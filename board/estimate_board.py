@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
 from board import clusters, estimate
 from board.estimate import Estimate, Measured, Workload
@@ -25,7 +24,9 @@ from board.latest import lowest
 from board.models import ClusterResult, LatestResult
 from board.ranking import Filters, evidence_class, filtered, profile_for
 from config.errors import Invalid
+from contract import outcomes
 from contract.numbers import number
+from contract.outcomes import Skipped
 from fleet.models import Node
 from jobs.models import Sample
 from jobs.services.consistency import BUSBW_SLACK
@@ -58,7 +59,7 @@ class Candidate:
     profile: str = ""
     on_cpu: bool = False
     estimate: Estimate | None = None
-    skipped: str = ""  # why no estimate: the figure the candidate lacks
+    skipped: Skipped | None = None  # why no estimate: the figure the candidate lacks
     rank: int = 0
     sources: dict[str, str] = field(default_factory=dict)  # figure -> the record it came from
     evidence: str = Sample.HOST_REPORTED  # the lowest rung among the figures it stands on
@@ -90,11 +91,11 @@ def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> lis
     found = ([*picked_nodes(workload, selection), *picked_clusters(workload, selection)]
              if selection.nodes or selection.clusters else board_candidates(workload, selection))
     for c in found:
-        if not c.skipped:
+        if c.skipped is None:
             try:
                 c.estimate = estimate.estimate(workload, measured(c, workload, selection.evidence))
-            except estimate.BadWorkload as exc:
-                c.skipped = str(exc)
+            except estimate.Unestimable as exc:
+                c.skipped = exc.skipped
 
     def key(c: Candidate) -> tuple[Any, ...]:
         e = c.estimate
@@ -121,9 +122,7 @@ def picked_nodes(workload: Workload, selection: Selection) -> list[Candidate]:
             raise BadCandidates(f"no active node {pk}", field="nodes")
         c = node_candidate(nodes[pk], selection.profile)
         if workload.nodes > 1:
-            c.skipped = (f"a {workload.nodes}-node job needs nodes measured together: run the "
-                         f"training suite on {workload.nodes} nodes as one job and estimate its "
-                         f"cluster")
+            c.skipped = Skipped("needs-cluster", {"nodes": workload.nodes})
         out.append(c)
     return out
 
@@ -140,12 +139,11 @@ def picked_clusters(workload: Workload, selection: Selection) -> list[Candidate]
         # Only what ranks can stand behind a buyer's decision: a custom-parameter job (a
         # provider's hand-tuned run) or a cluster that mixes providers is not an offer.
         if not (result.offer and result.ranked):
-            c.skipped = "not a ranked offer: measured with custom parameters or across providers"
+            c.skipped = Skipped("not-an-offer")
         elif result.grade not in clusters.grades(selection.evidence):
-            c.skipped = ("its figures are its hosts' own (host-reported): a buyer's trial "
-                         "agents have not measured it; ask with evidence any to use the claims")
+            c.skipped = Skipped("host-reported-cluster")
         elif result.size != workload.nodes:
-            c.skipped = f"a cluster of {result.size} nodes; the job runs on {workload.nodes}"
+            c.skipped = Skipped("cluster-size", {"size": result.size, "nodes": workload.nodes})
         out.append(c)
     return out
 
@@ -218,9 +216,10 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
         # "measured" only when a host did report it: then a trial would measure it.
         claimed = LatestResult.objects.filter(node_id__in=ids, profile=profile, metric=matmul,
                                               evidence=LatestResult.ANY).exists()
-        kind = " measured" if claimed and evidence_class(evidence) != LatestResult.ANY else ""
-        raise estimate.BadWorkload(f"no{kind} {matmul} figure on the board ({profile} profile) "
-                                   f"for {lacking}", field="candidate")
+        code = ("unmeasured-figure" if claimed and evidence_class(evidence) != LatestResult.ANY
+                else "no-figure")
+        raise estimate.Unestimable(Skipped(code, {"metric": matmul, "profile": profile,
+                                                  "names": lacking}))
     used += [values[pk][matmul][1] for pk in ids]
     c.sources["tflops"] = f"board value of {matmul}, {profile} profile"
     figures: dict[str, Any] = {}
@@ -280,35 +279,6 @@ def is_number(value: Any) -> bool:
 
 # --- in words and as data ------------------------------------------------------------------
 
-PART_WORDS = {"sync": gettext_lazy("gradient sync"), "input": gettext_lazy("input stall"),
-              "checkpoint": gettext_lazy("checkpoint writes")}
-
-
-def what_if_label(name: str) -> str:
-    if name == "accumulation_x4":
-        return _("4x gradient accumulation")
-    if name == "packed":
-        return _("packed data")
-    if name.startswith("link_"):
-        return _("a %(rate)s GbE link") % {"rate": name.removeprefix("link_").removesuffix("gbe")}
-    return name
-
-
-def summary(e: Estimate) -> str:
-    """The bottleneck in a sentence, with the what-if that shortens the job most:
-    "gradient sync: 41% of the step; a 25 GbE link would cut the job from 31 h to 19 h"."""
-    if not e.bottleneck:
-        return _("compute bounds the step: nothing else is left to wait for")
-    text = _("%(part)s: %(share)s of the step") % {"part": PART_WORDS[e.bottleneck],
-                                                     "share": f"{e.shares[e.bottleneck]:.0%}"}
-    if e.what_ifs:
-        name, best = min(e.what_ifs.items(), key=lambda kv: kv[1].hours)
-        if best.hours < e.hours * 0.95:
-            text += _("; ") + _("%(what)s would cut the job from %(before)s h to %(after)s h") % {
-                "what": what_if_label(name), "before": number(e.hours), "after": number(best.hours)}
-    return text
-
-
 def workload_data(w: Workload) -> dict[str, Any]:
     return {"name": w.name, "params": w.params, "train_flops_per_sample": w.train_flops_per_sample,
             "global_batch": w.global_batch, "steps": w.steps, "nodes": w.nodes,
@@ -318,13 +288,15 @@ def workload_data(w: Workload) -> dict[str, Any]:
 
 
 def estimate_data(e: Estimate) -> dict[str, Any]:
-    return {"parts_s": e.parts, "shares": e.shares or dict.fromkeys(e.parts, 0.0),
+    data = {"parts_s": e.parts, "shares": e.shares or dict.fromkeys(e.parts, 0.0),
             "step_s": e.step_s, "sync_total_s": e.sync_total_s,
             "overlap": 1 - e.parts["sync"] / e.sync_total_s if e.sync_total_s else 0.0,
             "hours": e.hours, "cost_cny": e.cost_cny, "bottleneck": e.bottleneck,
-            "summary": summary(e), "unmeasured": e.unmeasured,
+            "unmeasured": e.unmeasured,
             "what_ifs": [{"name": k, "step_s": v.step_s, "hours": v.hours, "cost_cny": v.cost_cny}
                          for k, v in e.what_ifs.items()]}
+    # In the request's language; the codes and figures above are what it is worded from.
+    return data | {"summary": outcomes.summary(data, number, _)}
 
 
 def candidate_data(c: Candidate) -> dict[str, Any]:
@@ -332,4 +304,7 @@ def candidate_data(c: Candidate) -> dict[str, Any]:
             "provider": c.provider, "region": c.region, "nodes": c.nodes,
             "price_cny_month": c.price_cny_month, "profile": c.profile, "on_cpu": c.on_cpu,
             "sources": c.sources, "evidence": c.evidence,
-            "estimate": estimate_data(c.estimate) if c.estimate else None, "skipped": c.skipped}
+            "estimate": estimate_data(c.estimate) if c.estimate else None,
+            "skipped": c.skipped.words(_) if c.skipped else "",
+            "skipped_code": c.skipped.code if c.skipped else "",
+            "skipped_values": c.skipped.values if c.skipped else {}}

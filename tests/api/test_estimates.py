@@ -115,7 +115,8 @@ def test_a_custom_parameter_cluster_is_skipped_with_its_reason(
     body = post(buyer, {"workload": GPT2_MEDIUM, "clusters": [tuned.pk]}).json()
     (row,) = body["results"]
     assert row["rank"] is None and row["estimate"] is None
-    assert row["skipped"].startswith("not a ranked offer")
+    assert (row["skipped_code"], row["skipped_values"]) == ("not-an-offer", {})
+    assert row["skipped"].startswith("not a ranked offer")  # worded from the code
     assert post(buyer, {"workload": GPT2_MEDIUM}).json()["results"] == []
 
 
@@ -174,7 +175,8 @@ def test_a_one_node_job_estimates_nodes_and_syncs_nothing(enrol_node: Any, buyer
     assert row["estimate"]["bottleneck"] == "input"
     # A node alone is not a two-node candidate: it is named, and why.
     body = post(buyer, {"workload": GPT2_MEDIUM, "nodes": [e.node.pk]}).json()
-    assert "needs nodes measured together" in body["results"][0]["skipped"]
+    (alone,) = body["results"]
+    assert (alone["skipped_code"], alone["skipped_values"]) == ("needs-cluster", {"nodes": 2})
 
 
 @pytest.mark.parametrize("body, field", [

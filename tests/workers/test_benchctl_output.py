@@ -240,11 +240,12 @@ def test_doctor_names_its_checks_and_fixes_in_chinese(tmp_path: Path) -> None:
 
 def marked_messages() -> set[str]:
     """Every literal benchctl passes to _() or gettext_noop(): in every module that takes
-    them from workers.i18n, the lab's commands included."""
+    them from workers.i18n, the lab's commands included, and the estimate outcomes' wording
+    it shares with the platform."""
     found = set()
     workers = Path(i18n.__file__).parent
     sources = [p for p in sorted([*workers.rglob("*.py"), *(REPO / "lab").glob("*.py")])
-               if "from workers.i18n import" in p.read_text()]
+               if "from workers.i18n import" in p.read_text()] + [REPO / "contract" / "outcomes.py"]
     assert workers / "host" / "commands.py" in sources and REPO / "lab" / "commands.py" in sources
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text())):

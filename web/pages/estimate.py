@@ -8,8 +8,7 @@ form and shapes the answer for /estimate/ and the compare page's estimate rows.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,8 @@ from board.estimate import Workload
 from board.estimate_board import Candidate, Selection
 from board.models import ClusterResult
 from board.ranking import EVIDENCE_CHOICES
+from contract import outcomes
+from contract.outcomes import Skipped
 from fleet.models import Region
 from web import charts, words
 from web.page import best_of, cluster_name
@@ -36,7 +37,7 @@ MAX_GPUS_PER_NODE = 64  # as the API (api/estimate_serializers.py)
 MAX_STEPS = 10**9
 DEFAULT_PRESET, DEFAULT_STEPS = "gpt2-small", 10_000
 PARTS = ("compute", "sync", "input", "checkpoint")
-PART_WORDS = {"compute": gettext_lazy("compute"), **estimate_board.PART_WORDS}
+PART_WORDS = {k: gettext_lazy(v) for k, v in outcomes.PARTS.items()}
 
 
 class BadJob(ValueError):
@@ -184,42 +185,23 @@ def no_translate(text: str) -> SafeString:
     return format_html('<span translate="no">{}</span>', text)
 
 
-# estimate_board gives its reasons in English; each known shape is said again here, in the
-# page's language, with names and ids kept as they are.
-REASONS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], SafeString]]] = [
-    (re.compile(r"a (\d+)-node job needs nodes measured together"), lambda m: _html(_(
-        "A %(n)s-node job needs nodes measured together: run the training suite on %(n)s "
-        "nodes as one job, then estimate its cluster."), n=m[1])),
-    (re.compile(r"not a ranked offer"), lambda m: _html(_(
-        "Not a ranked offer: measured with custom parameters or across providers."))),
-    (re.compile(r"a cluster of (\d+) nodes; the job runs on (\d+)"), lambda m: _html(_(
-        "A cluster of %(size)s nodes; the job runs on %(nodes)s."), size=m[1], nodes=m[2])),
-    (re.compile(r"no measured (\S+) figure on the board \((\S+) profile\) for (.+)$"),
-     lambda m: _html(_(
-         "No measured %(metric)s figure on the board (test profile %(profile)s) for "
-         "%(names)s: only the provider's host reported it. A trial measures it."),
-         metric=words.label(m[1]), profile=format_html('<code translate="no">{}</code>', m[2]),
-         names=no_translate(m[3]))),
-    (re.compile(r"its figures are its hosts' own"), lambda m: _html(_(
-        "Its figures are its hosts' own (host-reported): no buyer has measured this cluster "
-        "with trial agents."))),
-    (re.compile(r"no (\S+) figure on the board \((\S+) profile\) for (.+)$"), lambda m: _html(_(
-        "No %(metric)s figure on the board (test profile %(profile)s) for %(names)s."),
-        metric=words.label(m[1]), profile=format_html('<code translate="no">{}</code>', m[2]),
-        names=no_translate(m[3]))),
-    (re.compile(r"no all-reduce bus bandwidth was measured"), lambda m: _html(_(
-        "No all-reduce bus bandwidth was measured across these nodes."))),
-    (re.compile(r"no matmul throughput was measured"), lambda m: _html(_(
-        "No matrix multiply throughput was measured."))),
-]
+def capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
-def reason(text: str) -> SafeString:
-    for pattern, say in REASONS:
-        found = pattern.match(text)
-        if found:
-            return say(found)
-    return conditional_escape(text)  # a reason not known here shows as given
+def reason(skipped: Skipped | None) -> SafeString:
+    """Why a candidate has no estimate, worded from its code in the page's language (the
+    API's and benchctl's words come from the same template), names and ids kept as they
+    are."""
+    if skipped is None:
+        return SafeString("")
+    shown = {"metric": lambda v: words.label(str(v)),
+             "profile": lambda v: format_html('<code translate="no">{}</code>', v),
+             "names": no_translate}
+    template = conditional_escape(capitalised(_(outcomes.SKIPPED[skipped.code])))  # text, not markup
+    if not skipped.values:
+        return template
+    return format_html(template, **{k: shown.get(k, str)(v) for k, v in skipped.values.items()})
 
 
 # --- the rows ------------------------------------------------------------------------------
@@ -275,7 +257,7 @@ def row(c: Candidate, places: Mapping[str, Region], names: Mapping[int, str]) ->
     out.hours_value, out.cost_value = e.hours, e.cost_cny
     out.evidence = c.evidence
     out.parts = parts(e)
-    out.summary = estimate_board.summary(e)
+    out.summary = estimate_board.estimate_data(e)["summary"]
     if e.unmeasured:
         out.unmeasured = _("Not measured, counted as 0: %(parts)s") % {
             "parts": listing([str(PART_WORDS[p]) for p in e.unmeasured])}
@@ -284,7 +266,7 @@ def row(c: Candidate, places: Mapping[str, Region], names: Mapping[int, str]) ->
 
 
 def what_if(name: str, e: estimate.Estimate) -> str:
-    what, hours = estimate_board.what_if_label(name), charts.number(e.hours)
+    what, hours = outcomes.what_if(name, _), charts.number(e.hours)
     if e.cost_cny is None:
         return _("%(what)s: %(hours)s h") % {"what": what, "hours": hours}
     return _("%(what)s: %(hours)s h, %(cost)s CNY") % {"what": what, "hours": hours,

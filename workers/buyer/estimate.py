@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from contract import outcomes
 from workers.buyer import display
 from workers.errors import CliError
 from workers.i18n import _, gettext_noop
@@ -21,11 +22,6 @@ if TYPE_CHECKING:
 
 PATH = "/api/v1/estimates"
 RANK_BY = {"cost": gettext_noop("cost"), "time": gettext_noop("time")}
-PARTS = {"compute": gettext_noop("compute"), "sync": gettext_noop("gradient sync"),
-         "input": gettext_noop("input stall"), "checkpoint": gettext_noop("checkpoint writes")}
-# A what-if that leaves the job more than this share of its hours is not worth a sentence
-# (the platform's own summary draws the same line).
-WORTH_NAMING = 0.95
 
 
 # --- the request ---------------------------------------------------------------------------
@@ -99,7 +95,7 @@ def ranked_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
 
 def skipped_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"candidate": c["name"], "provider": c["provider"], "region": c["region"],
-             "reason": c["skipped"]} for c in page["results"] if c["estimate"] is None]
+             "reason": reason(c)} for c in page["results"] if c["estimate"] is None]
 
 
 def rows(page: dict[str, Any]) -> list[dict[str, Any]]:
@@ -112,39 +108,28 @@ def rows(page: dict[str, Any]) -> list[dict[str, Any]]:
                     "provider": c["provider"], "region": c["region"],
                     "nodes": ",".join(n["name"] for n in c["nodes"]),
                     "price_cny_month": c["price_cny_month"], "step_s": e.get("step_s"),
-                    **{f"{part}_s": parts.get(part) for part in PARTS},
+                    **{f"{part}_s": parts.get(part) for part in outcomes.PARTS},
                     "hours": e.get("hours"), "cost_cny": e.get("cost_cny"),
                     "bottleneck": e.get("bottleneck"), "summary": summary(e) if e else "",
                     "on_cpu": c["on_cpu"], "unmeasured": ",".join(e.get("unmeasured", [])),
-                    "skipped": c["skipped"]})
+                    "skipped": reason(c) if c["estimate"] is None else ""})
     return out
 
 
 def summary(e: dict[str, Any]) -> str:
-    """The bottleneck in a sentence, with the what-if that shortens the job most:
-    "gradient sync: 91% of the step; a 10 GbE link would cut the job from 135.3 h to 18.84 h".
-    Written here, not taken from the answer's summary: that one is in the platform's language."""
-    part = e["bottleneck"]
-    if not part:
-        return _("compute bounds the step: nothing else to wait for")
-    text = _("{part}: {share} of the step").format(part=_(PARTS.get(part, part)),
-                                                   share=f"{e['shares'][part]:.0%}")
-    best = min(e["what_ifs"], key=lambda w: w["hours"], default=None)
-    if best is not None and best["hours"] < e["hours"] * WORTH_NAMING:
-        text += _("; ") + _("{what} would cut the job from {before} h to {after} h").format(
-            what=what_if(best["name"]), before=display.number(e["hours"]),
-            after=display.number(best["hours"]))
-    return text
+    """The bottleneck in a sentence, with the what-if that shortens the job most, worded
+    here from the answer's figures (contract/outcomes.py, as the platform words them): the
+    answer's own summary is in the platform's language."""
+    return outcomes.summary(e, display.number, _)
 
 
-def what_if(name: str) -> str:
-    if name == "accumulation_x4":
-        return _("4x gradient accumulation")
-    if name == "packed":
-        return _("packed data")
-    if name.startswith("link_") and name.endswith("gbe"):
-        return _("a {rate} GbE link").format(rate=name.removeprefix("link_").removesuffix("gbe"))
-    return name
+def reason(c: dict[str, Any]) -> str:
+    """Why a candidate was skipped, worded from its code in benchctl's language; a code this
+    benchctl does not know (a newer platform) shows the platform's own words."""
+    code = c.get("skipped_code")
+    if code not in outcomes.SKIPPED:
+        return str(c["skipped"])
+    return outcomes.Skipped(code, c.get("skipped_values") or {}).words(_)
 
 
 def notes(c: dict[str, Any]) -> str:
@@ -154,7 +139,7 @@ def notes(c: dict[str, Any]) -> str:
         found.append(_("compute is a CPU's figure"))
     if c["estimate"]["unmeasured"]:
         found.append(_("not measured, counted as 0: {parts}").format(parts=_(", ").join(
-            _(PARTS.get(p, p)) for p in c["estimate"]["unmeasured"])))
+            _(outcomes.PARTS.get(p, p)) for p in c["estimate"]["unmeasured"])))
     if c["estimate"]["cost_cny"] is None:
         found.append(_("no price"))
     return _("; ").join(found)
