@@ -296,9 +296,13 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     metric = serializers.CharField()
     value = serializers.FloatField()
     unit = serializers.CharField()
-    n = serializers.IntegerField()
-    p5 = serializers.FloatField(allow_null=True)
-    p95 = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="repetitions in the newest of those runs")
+    p5 = serializers.FloatField(allow_null=True, help_text=(
+        "p5 of the runs the value is the median of: the value is always within p5-p95"))
+    p95 = serializers.FloatField(allow_null=True, help_text="p95 of those runs")
+    within_p5 = serializers.FloatField(allow_null=True, help_text=(
+        "the newest run's own p5 over its n repetitions"))
+    within_p95 = serializers.FloatField(allow_null=True, help_text="the newest run's own p95")
     measured_at = serializers.DateTimeField()
     stale = serializers.BooleanField()
     runs = serializers.IntegerField(help_text="ranked runs the value is the median of")
@@ -339,7 +343,8 @@ def entry_data(entry: Any, node: Any) -> dict[str, Any]:
     return {
         "rank": entry.rank, "node": node, "gpu_model": row.node.gpu_model,
         "monthly_price_cny": row.node.monthly_price_cny, "metric": row.metric, "value": row.value,
-        "unit": row.unit, "n": row.n, "p5": row.p5, "p95": row.p95, "measured_at": row.measured_at,
+        "unit": row.unit, "n": row.n, "p5": row.p5, "p95": row.p95, "within_p5": row.within_p5,
+        "within_p95": row.within_p95, "measured_at": row.measured_at,
         "stale": entry.stale, "runs": row.runs, "run_min": row.run_min, "run_max": row.run_max,
         "evidence": evidence_label(row), "evidence_source": row.evidence_source,
         "requested_by": row.requested_by, "score": entry.score.as_dict(),

@@ -1,8 +1,9 @@
 """Keeping the board's summary rows current as ranked runs land.
 
 A board value is not one run: it is the median of the node's last LEADERBOARD_RUNS ranked
-runs of the profile within LEADERBOARD_WINDOW_DAYS, with the run-to-run spread and the number
-of runs beside it (the per-run values stay in the history). Two rules keep a provider from
+runs of the profile within LEADERBOARD_WINDOW_DAYS, with the p5-p95 of those same runs (so
+the value is inside its range), the newest run's own spread and the number of runs beside
+it (the per-run values stay in the history). Two rules keep a provider from
 steering it:
 
 - runs its own provider asked for never replace figures from a buyer's or the platform's
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from board.models import LatestResult
 from contract import metrics
+from contract.sample import percentile
 from jobs.models import Run, Sample
 
 if TYPE_CHECKING:
@@ -107,14 +109,23 @@ def eligible(figures: list[RunFigure], k: int) -> list[RunFigure]:
     return chosen[:k]
 
 
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """The board value of these runs' figures and their p5-p95: the median and the
+    percentiles of the same values, so the value is always inside its range (one run: the
+    range is that run's figure; its own spread is the run's, beside it)."""
+    ordered = sorted(values)
+    return statistics.median(ordered), percentile(ordered, 5), percentile(ordered, 95)
+
+
 def board_row(node_id: int, metric: str, profile: str, evidence: str,
               figures: list[RunFigure]) -> LatestResult:
     latest = figures[0]
     values = [f.value for f in figures]
+    value, p5, p95 = spread(values)
     return LatestResult(
         node_id=node_id, metric=metric, profile=profile, evidence=evidence,
-        value=statistics.median(values), unit=latest.unit, n=latest.n, p5=latest.p5,
-        p95=latest.p95, cv=latest.cv, run_id=latest.run_id, measured_at=latest.finished_at,
+        value=value, unit=latest.unit, n=latest.n, p5=p5, p95=p95, within_p5=latest.p5,
+        within_p95=latest.p95, cv=latest.cv, run_id=latest.run_id, measured_at=latest.finished_at,
         runs=len(figures), run_min=min(values), run_max=max(values),
         verified=all(f.verified for f in figures), grade=lowest([f.grade for f in figures]),
         evidence_source=next((f.source for f in figures if f.source), ""),
@@ -142,9 +153,9 @@ def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
             out.append(board_row(node_id, metric, profile, evidence, chosen))
     LatestResult.objects.bulk_create(
         out, update_conflicts=True, unique_fields=["node", "metric", "profile", "evidence"],
-        update_fields=["value", "unit", "n", "p5", "p95", "cv", "run", "measured_at", "runs",
-                       "run_min", "run_max", "verified", "grade", "evidence_source",
-                       "requested_by"])
+        update_fields=["value", "unit", "n", "p5", "p95", "within_p5", "within_p95", "cv", "run",
+                       "measured_at", "runs", "run_min", "run_max", "verified", "grade",
+                       "evidence_source", "requested_by"])
 
 
 def record_latest(run: Run, samples: Iterable[SampleRow]) -> None:

@@ -1,7 +1,8 @@
-"""A summary table: each node's board value per metric, recomputed when a ranked run lands.
+"""The board's tables: each node's board value per metric (recomputed when a ranked run
+lands), and a multi-node job's links and cluster (recorded when the job finishes).
 
-The leaderboard reads this instead of scanning every sample. A value is the median of the
-node's last LEADERBOARD_RUNS ranked runs in the window, in three evidence classes:
+The leaderboard reads LatestResult instead of scanning every sample. A value is the median of the
+node's last LEADERBOARD_RUNS ranked runs in the window, with their p5-p95, in three evidence classes:
 "verified" (only figures a reference endpoint's own record matched), "measured" (those and
 buyer-measured ones: the default board) and "any" (host-reported too).
 """
@@ -31,8 +32,12 @@ class LatestResult(models.Model):
     requested_by = models.CharField(max_length=64, blank=True)
     unit = models.CharField(max_length=16)
     n = models.PositiveIntegerField(default=1)
+    # The spread of the runs the value is the median of (#32): the value is always inside it.
     p5 = models.FloatField(null=True)
     p95 = models.FloatField(null=True)
+    # The newest run's own spread over its n repetitions (and its CV): the per-run noise.
+    within_p5 = models.FloatField(null=True)
+    within_p95 = models.FloatField(null=True)
     cv = models.FloatField(null=True)
     run = models.ForeignKey("jobs.Run", on_delete=models.CASCADE, related_name="+")
     measured_at = models.DateTimeField()

@@ -38,6 +38,8 @@ def metric_rows(latest: QuerySet[LatestResult]) -> list[dict[str, Any]]:
     return [{"row": r, "label": words.label(r.metric), "about": words.about(r.metric),
              "metric": r.metric, "value": figure(r.value, r.metric), "unit": unit_of(r.metric),
              "spread": f"{figure(r.p5, r.metric)}–{figure(r.p95, r.metric)}" if r.p5 is not None else "",
+             "within": f"{figure(r.within_p5, r.metric)}–{figure(r.within_p95, r.metric)}"
+             if r.within_p5 is not None else "",
              "runs": f"{figure(r.run_min, r.metric)}–{figure(r.run_max, r.metric)}"}
             for r in latest if r.metric in metrics.METRICS and not r.metric.startswith("noop.")]
 
