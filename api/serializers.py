@@ -264,8 +264,14 @@ class BarrierStateSerializer(serializers.Serializer[Any]):
 
 
 class ScoreSerializer(serializers.Serializer[Any]):
-    value = serializers.FloatField(allow_null=True, help_text="0-100; see README for the formula")
-    parts = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    value = serializers.FloatField(allow_null=True, help_text=(
+        "0-100, of the counted parts only; null when one of them is missing"))
+    parts = serializers.DictField(child=serializers.FloatField(allow_null=True), help_text=(
+        "every part against its target, 0-1; null when not measured"))
+    missing = serializers.ListField(child=serializers.CharField(),
+                                    help_text="the counted parts the node has no figure for")
+    counted = serializers.ListField(child=serializers.CharField(), help_text=(
+        "the parts the score is made of: the same for every node (board/data/rules.yaml core)"))
 
 
 class FindingSerializer(serializers.Serializer[Any]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+import yaml
 from django.utils.translation import get_language
 
 from contract import rules
@@ -24,6 +25,13 @@ def diagnosis() -> dict[str, Rule]:
 @cache
 def score() -> dict[str, Rule]:
     return rules.load(RULES_FILE, "score", extra_metrics=[STABILITY])
+
+
+@cache
+def score_core() -> frozenset[str]:
+    """The score's parts every node is scored on (``core: true`` in the rule file)."""
+    parts = yaml.safe_load(RULES_FILE.read_text())["score"]
+    return frozenset(name for name, spec in parts.items() if spec.get("core") is True)
 
 
 def why(rule: Rule) -> str:

@@ -2,17 +2,18 @@
 distributed training runs on a node.
 
 Each part scores 0..1 against a target from the field's rules of thumb (1 = at or past the
-target), and the score is the weighted mean of the parts the node has, times 100. Weights
-are configuration (settings.SCORE_WEIGHTS); a part the node has no figure for is left out
-and shown as missing, so the score says how much of it was measured.
+target), and the score is the weighted mean of the core parts, times 100: the same parts for
+every node (#32: a node with GPU or training figures used to collect more parts of its
+score than the others, on figures they never had the chance to show). The other parts are
+shown against their targets beside it. Weights are configuration (settings.SCORE_WEIGHTS).
 
 The callers give it measured figures only (platform-verified or buyer-measured: the
-evidence ladder), and there is no score until every core part is measured: a node that
+evidence ladder), and there is no score until every counted part is measured: a node that
 held back a slow part (or has only its host's word for it) must not score on the rest.
 
     part = min(1, value / target)        when higher is better
     part = min(1, target / value)        when lower is better
-    score = 100 * sum(w_i * part_i) / sum(w_i)   over the parts present
+    score = 100 * sum(w_i * part_i) / sum(w_i)   over the counted parts, all present
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class Part:
     name: str
     rule: Rule
     label: str  # marked for translation; the pages translate it when shown
-    # Every host has it, GPU or not, one node or many: no score without it.
+    # Every host has it, GPU or not, one node or many: the score is made of these
+    # (board/data/rules.yaml, core: true), and there is none without them.
     core: bool = False
 
     @property
@@ -69,8 +71,9 @@ LABELS = {"bandwidth": gettext_noop("Bandwidth"), "latency": gettext_noop("Laten
           "checkpoint": gettext_noop("Checkpoint writes"), "data_loading": gettext_noop("Data loading"),
           "gpu_utilisation": gettext_noop("GPU utilisation"),
           "stability": gettext_noop("Stability over the day")}
-CORE = {"bandwidth", "latency", "iops", "checkpoint"}
-PARTS = [Part(name, rule, LABELS[name], name in CORE) for name, rule in rules.score().items()]
+PARTS = [Part(name, rule, LABELS[name], name in rules.score_core())
+         for name, rule in rules.score().items()]
+STABILITY_PART = "stability"
 
 # Stability counts only when an operator weights it (SCORE_WEIGHTS="stability=2"): scores
 # stay comparable with those before re-tests existed.
@@ -87,10 +90,12 @@ def weights() -> dict[str, float]:
 class Score:
     value: float | None  # None: nothing measured, or a core part missing
     parts: dict[str, float | None]  # part -> 0..1, None when not measured
-    missing: tuple[str, ...] = ()  # the core parts with no measured figure
+    missing: tuple[str, ...] = ()  # the counted parts with no measured figure
+    counted: tuple[str, ...] = ()  # the parts the value is made of: the same for every node
 
     def as_dict(self) -> dict[str, object]:
-        return {"value": self.value, "parts": self.parts, "missing": list(self.missing)}
+        return {"value": self.value, "parts": self.parts, "missing": list(self.missing),
+                "counted": list(self.counted)}
 
 
 def part_score(part: Part, value: float) -> float:
@@ -99,21 +104,26 @@ def part_score(part: Part, value: float) -> float:
     return 1.0 if value <= 0 else min(1.0, part.target / value)
 
 
+def counted() -> tuple[str, ...]:
+    """The parts a score is made of, for every node alike: the core parts that are weighted,
+    and stability when an operator weights it (then every node needs its verdict)."""
+    w = weights()
+    return tuple(p.name for p in PARTS
+                 if w.get(p.name, 0) > 0 and (p.core or p.name == STABILITY_PART))
+
+
 def score(values: Mapping[str, float]) -> Score:
-    """The score of one node from its latest measured value per metric."""
+    """The score of one node from its latest measured value per metric: the weighted mean
+    of the counted parts, only when the node has every one of them; the other parts are
+    shown against their targets and counted in none."""
     w = weights()
     parts: dict[str, float | None] = {}
-    total = weight = 0.0
     for part in PARTS:
         metric = next((m for m in part.metrics if m in values), None)
-        if metric is None or w.get(part.name, 0) <= 0:
-            parts[part.name] = None
-            continue
-        s = part_score(part, values[metric])
-        parts[part.name] = round(s, 4)
-        total += w[part.name] * s
-        weight += w[part.name]
-    missing = tuple(p.name for p in PARTS if p.core and w.get(p.name, 0) > 0
-                    and parts[p.name] is None)
+        parts[part.name] = None if metric is None else round(part_score(part, values[metric]), 4)
+    made_of = counted()
+    missing = tuple(name for name in made_of if parts[name] is None)
+    weight = sum(w[name] for name in made_of)
+    total = sum(w[name] * (parts[name] or 0.0) for name in made_of)
     value = round(100 * total / weight, 1) if weight and not missing else None
-    return Score(value, parts, missing)
+    return Score(value, parts, missing, made_of)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from board.score import STABILITY, score
+from board.score import PARTS, STABILITY, score
 
 # Storage at its targets: the core parts beside the network ones the tests vary.
 STORAGE = {"storage.randread_iops": 100_000.0, "storage.checkpoint_write": 1.0}
@@ -26,7 +26,8 @@ def test_a_node_at_every_target_scores_100(settings: Any) -> None:
 def test_stability_counts_only_when_weighted(settings: Any) -> None:
     # Half the best hour's throughput at the worst hour: 0.5 / 0.8 of the part's target.
     figures = {"network.tcp_throughput": 9.0, "network.tcp_rtt": 5.0, **STORAGE, STABILITY: 0.5}
-    assert score(figures).value == 100.0 and score(figures).parts["stability"] is None
+    # Shown against its target, counted in no score until weighted.
+    assert score(figures).value == 100.0 and "stability" not in score(figures).counted
     settings.SCORE_WEIGHTS = {"stability": 3.0}
     assert score(figures).parts["stability"] == pytest.approx(0.625)
     # Bandwidth 3, latency 2, the two storage parts 1 each at 1.0; stability 3 at 0.625.
@@ -72,3 +73,25 @@ def test_a_missing_core_part_leaves_no_score_and_is_named(settings: Any) -> None
 
 def test_no_figures_no_score() -> None:
     assert score({}).value is None
+
+
+def test_every_node_is_scored_on_the_same_parts_whatever_else_it_measured() -> None:
+    """#32: a node with training and GPU figures collected more parts of its score than the
+    others (seven against four), and every star for figures they never had the chance to
+    show. The score is of the core parts only; the others are shown, counted in none."""
+    core = {"network.tcp_throughput": 4.5, "network.tcp_rtt": 5.0, **STORAGE}
+    more = core | {"training.allreduce_busbw": 3.0, "training.comm_share": 0.05,
+                   "training.dataloader_samples_per_s": 5000.0, "training.gpu_util_mean": 99.0}
+    worse = core | {"training.allreduce_busbw": 0.01, "training.gpu_util_mean": 1.0}
+    scores = [score(figures) for figures in (core, more, worse)]
+    assert {s.counted for s in scores} == {("bandwidth", "latency", "iops", "checkpoint")}
+    assert [s.value for s in scores] == [78.6, 78.6, 78.6]
+    # The parts it does not count are still judged against their targets, for the page.
+    assert scores[1].parts["busbw"] == 1.0 and scores[2].parts["busbw"] == pytest.approx(0.008)
+
+
+def test_the_core_parts_are_data_in_the_rule_file() -> None:
+    from board import rules
+
+    assert rules.score_core() == {"bandwidth", "latency", "iops", "checkpoint"}
+    assert [p.name for p in PARTS if p.core] == ["bandwidth", "latency", "iops", "checkpoint"]

@@ -58,7 +58,8 @@ def histories(node: Node, viewer: Any = None) -> list[dict[str, Any]]:
 
 def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
     """Each part of the score: its name, the figure it uses, the target, how near (0-100%)."""
-    got = score.score(values).parts
+    scored = score.score(values)
+    got = scored.parts
     weight = score.weights()
     out = []
     for part in score.PARTS:
@@ -68,7 +69,9 @@ def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
                     "value": figure(values.get(metric), metric), "unit": unit_of(metric),
                     "target": ("≥ " if part.higher_is_better else "≤ ") + figure(part.target, metric),
                     "share": None if share is None else round(100 * share),
-                    "weight": charts.number(weight.get(part.name, 0))})
+                    # Shown against its target, counted in no node's score (#32).
+                    "weight": charts.number(weight.get(part.name, 0))
+                    if part.name in scored.counted else _("not counted")})
     return out
 
 
