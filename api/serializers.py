@@ -387,9 +387,12 @@ class GroupSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     kind = serializers.ChoiceField(choices=["province", "city", "provider"])
     nodes = serializers.IntegerField()
-    median = serializers.FloatField()
-    p5 = serializers.FloatField()
-    p95 = serializers.FloatField()
+    median = serializers.FloatField(help_text=(
+        "the middle node's figure (of two in the middle, the worse one): a figure a node has, "
+        "never a mean of two"))
+    node = serializers.CharField(help_text="the node whose figure the median is")
+    p5 = serializers.FloatField(help_text="p5 across the group's nodes")
+    p95 = serializers.FloatField(help_text="p95 across the group's nodes")
     provider_kind = serializers.CharField(allow_blank=True)
 
 

@@ -86,10 +86,23 @@ def test_csv_export_has_a_header_and_a_row_per_node(nodes: Any, buyer: Any) -> N
 def test_region_and_provider_views_give_median_spread_and_node_count(nodes: Any, buyer: Any) -> None:
     regions = buyer.client().get("/api/v1/leaderboard/regions?evidence=any").json()["results"]
     zhejiang = next(g for g in regions if g["kind"] == "province" and g["key"] == "zhejiang")
-    assert (zhejiang["nodes"], zhejiang["median"]) == (2, 6.0)  # hz-1's 3.0 and hz-2's 9.0
+    # hz-1's 3.0 and hz-2's 9.0: the worse of the two middle nodes, named, never their mean
+    # (6.0, a figure no node in Zhejiang has: #32), with the spread across both.
+    assert (zhejiang["nodes"], zhejiang["median"], zhejiang["node"]) == (2, 3.0, "hz-1")
+    assert zhejiang["p5"] == pytest.approx(3.3) and zhejiang["p95"] == pytest.approx(8.7)
     providers = buyer.client().get("/api/v1/leaderboard/providers?evidence=any").json()["results"]
     assert [(p["name"], p["nodes"], p["provider_kind"]) for p in providers] == [
         ("West Lake DC", 3, "local_dc")]
+
+
+def test_a_group_figure_is_its_middle_nodes_own() -> None:
+    from board.ranking import middle
+
+    three = [(1.0, "a"), (5.0, "b"), (9.0, "c")]
+    assert middle(three, higher_is_better=True) == middle(three, False) == (5.0, "b")
+    two = [(0.956, "nb"), (9.43, "hz")]  # the demo's Zhejiang: 5.19 was their mean
+    assert middle(two, higher_is_better=True) == (0.956, "nb")  # throughput: the slower
+    assert middle(two, higher_is_better=False) == (9.43, "hz")  # latency: the longer
 
 
 def test_history_lists_every_measurement_oldest_first(nodes: Any, buyer: Any) -> None:

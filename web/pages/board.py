@@ -102,14 +102,17 @@ def group_label(g: Group) -> str:
 
 
 def group_chart(found: list[Group], metric: metrics.Metric) -> str:
+    # The middle node's own figure, named: never a mean of two nodes (#32).
     bars = [charts.Bar(group_label(g), g.median, g.p5, g.p95,
-                       " " + _("(%(n)s nodes)") % {"n": g.nodes}) for g in found]
+                       " " + _("(%(n)s nodes; the middle one: %(node)s)") % {"n": g.nodes,
+                                                                            "node": g.node})
+            for g in found]
     if bars:  # the better group in the accent colour
         pick = (max if metric.higher_is_better else min)(range(len(bars)), key=lambda i: bars[i].value)
         bars[pick] = charts.Bar(bars[pick].label, bars[pick].value, bars[pick].low, bars[pick].high,
                                 bars[pick].note, best=True)
     return charts.bar_chart(bars, unit_of(metric.name),
-                            _("median %(metric)s (%(unit)s), p5–p95 across nodes")
+                            _("the middle node's %(metric)s (%(unit)s), p5–p95 across nodes")
                             % {"metric": words.label(metric.name), "unit": unit_of(metric.name)})
 
 
