@@ -43,6 +43,10 @@ class WorkloadSerializer(serializers.Serializer[Any]):
     checkpoint_gb = serializers.FloatField(min_value=0.0, max_value=1e6, default=0.0)
     checkpoint_interval = serializers.IntegerField(min_value=0, max_value=10**9, default=0,
                                                    help_text="steps between checkpoints")
+    cpu_only = serializers.BooleanField(default=False, help_text=(
+        "a job that runs on CPUs: a CPU's matmul is then its compute figure; a GPU job "
+        "(the default) never takes one, and uses the enrolled GPU's datasheet figure where no "
+        "GPU was measured"))
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         explicit = ("params", "train_flops_per_sample", "global_batch")

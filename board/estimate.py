@@ -80,6 +80,9 @@ class Workload:
     packed: bool = True
     checkpoint_bytes: float = 0.0
     checkpoint_interval: int = 0  # steps; 0: no checkpoints
+    # A job that runs on CPUs, asked for explicitly: then a CPU's matmul is the compute
+    # figure. A GPU job (the default) never takes a CPU's figure for a GPU's (#32).
+    cpu_only: bool = False
 
     @property
     def ranks(self) -> int:

@@ -24,7 +24,7 @@ from board.latest import lowest
 from board.models import ClusterResult, LatestResult
 from board.ranking import Filters, evidence_class, filtered, profile_for
 from config.errors import Invalid
-from contract import outcomes
+from contract import gpu_models, outcomes
 from contract.numbers import number
 from contract.outcomes import Skipped
 from fleet.models import Node
@@ -40,6 +40,9 @@ NODE_FIGURES = {"loader_samples_per_s": "training.dataloader_samples_per_s",
                 "packed_files_per_s": "storage.packedfile_read",
                 "checkpoint_gbs": "storage.checkpoint_write"}
 BUSBW = "training.allreduce_busbw"
+# Below host-reported on the evidence ladder: the enrolled GPU model's published figure,
+# where no GPU figure of the node was measured.
+DATASHEET = "datasheet"
 MIB = 2**20
 
 
@@ -150,12 +153,13 @@ def picked_clusters(workload: Workload, selection: Selection) -> list[Candidate]
 
 def board_candidates(workload: Workload, selection: Selection) -> list[Candidate]:
     if workload.nodes == 1:
-        # The board's own filters over the nodes with a matmul figure at the job's precision.
+        # The board's own filters over the nodes with a matmul figure at the job's precision,
+        # a CPU's among them: a GPU job lists such a node as skipped, saying why.
         filters = Filters(metric=MATMUL[workload.precision], region=selection.region,
                           provider=selection.provider, gpu_model=selection.gpu_model,
                           max_price=selection.max_price, evidence=selection.evidence)
         profile = selection.profile or profile_for(filters)
-        rows = filtered(filters, profile).order_by("node__name")[:MAX_CANDIDATES]
+        rows = filtered(filters, profile, stand_ins=True).order_by("node__name")[:MAX_CANDIDATES]
         return [node_candidate(row.node, profile) for row in rows]
     out = []
     for _section, entries in clusters.board(size=workload.nodes, gpu_model=selection.gpu_model or None,
@@ -174,7 +178,8 @@ def board_candidates(workload: Workload, selection: Selection) -> list[Candidate
 
 def node_candidate(node: Node, profile: str) -> Candidate:
     return Candidate("node", node.pk, node.name, node.provider.name, node.region.code,
-                     [{"id": node.pk, "name": node.name}], node.monthly_price_cny,
+                     [{"id": node.pk, "name": node.name, "gpu_model": node.gpu_model}],
+                     node.monthly_price_cny,
                      profile=profile, on_cpu=node.gpu_model in ("", "none"))
 
 
@@ -184,7 +189,7 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
     return Candidate("cluster", result.pk, clusters.name(result),
                      result.provider.name if result.provider else "",
                      result.region.code if result.region else "",
-                     [{"id": n.pk, "name": n.name} for n in members],
+                     [{"id": n.pk, "name": n.name, "gpu_model": n.gpu_model} for n in members],
                      sum(p for p in prices if p) if members and all(prices) else None,
                      profile=result.profile,
                      on_cpu=any(n.gpu_model in ("", "none") for n in members))
@@ -199,10 +204,13 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
     ids = [n["id"] for n in c.nodes]
     profile = c.profile or "default"
     values: dict[int, dict[str, tuple[float, str]]] = {}
-    for node_id, metric, value, grade in LatestResult.objects.filter(
+    stand_ins: set[int] = set()  # nodes whose matmul figure a CPU measured
+    for node_id, metric, value, grade, stand_in in LatestResult.objects.filter(
             node_id__in=ids, profile=profile, evidence=evidence_class(evidence)).values_list(
-            "node_id", "metric", "value", "grade"):
+            "node_id", "metric", "value", "grade", "stand_in"):
         values.setdefault(node_id, {})[metric] = (value, grade)
+        if stand_in and metric == MATMUL[workload.precision]:
+            stand_ins.add(node_id)
     used: list[str] = []
 
     def figure(pk: int, metric: str) -> float | None:
@@ -211,6 +219,8 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
 
     matmul = MATMUL[workload.precision]
     compute = [figure(pk, matmul) for pk in ids]
+    if not workload.cpu_only:
+        compute = gpu_compute(c, workload, compute, stand_ins, used)
     if not all(compute):
         lacking = ", ".join(n["name"] for n, v in zip(c.nodes, compute, strict=True) if not v)
         # "measured" only when a host did report it: then a trial would measure it.
@@ -220,8 +230,8 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
                 else "no-figure")
         raise estimate.Unestimable(Skipped(code, {"metric": matmul, "profile": profile,
                                                   "names": lacking}))
-    used += [values[pk][matmul][1] for pk in ids]
-    c.sources["tflops"] = f"board value of {matmul}, {profile} profile"
+    used += [values[pk][matmul][1] for pk in ids if pk in values and matmul in values[pk]]
+    c.sources.setdefault("tflops", f"board value of {matmul}, {profile} profile")
     figures: dict[str, Any] = {}
     for name, metric in NODE_FIGURES.items():
         found = [figure(pk, metric) for pk in ids]
@@ -235,6 +245,33 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
     c.evidence = lowest(used)
     return Measured(tflops=min(v for v in compute if v), busbw_curve=curve,
                     price_cny_month=c.price_cny_month, link_gbps=link, on_cpu=c.on_cpu, **figures)
+
+
+def gpu_compute(c: Candidate, workload: Workload, compute: list[float | None],
+                stand_ins: set[int], used: list[str]) -> list[float | None]:
+    """A GPU job's compute figure per node: a GPU's measured matmul; where none was measured
+    (or only a CPU's), the enrolled model's attainable figure from its datasheet (the
+    per-model table), labelled ``datasheet``; a node with no GPU enrolled has none, and the
+    candidate is skipped (a CPU-only job is asked for explicitly)."""
+    out: list[float | None] = []
+    lacking: list[str] = []
+    for node, value in zip(c.nodes, compute, strict=True):
+        if value is not None and node["id"] not in stand_ins:
+            out.append(value)
+            continue
+        model = gpu_models.lookup(node.get("gpu_model") or "")
+        if model is None:
+            lacking.append(node["name"])
+            continue
+        attainable = model.peak(workload.precision) * (model.matmul_attainable or 1.0)
+        out.append(attainable)
+        used.append(DATASHEET)
+        c.sources["tflops"] = (f"datasheet of the enrolled {model.name}: {model.peak(workload.precision):g} "
+                               f"TFLOP/s {workload.precision} x {model.matmul_attainable or 1.0:g} "
+                               f"attainable ({model.attainable_source or model.source})")
+    if lacking:
+        raise estimate.Unestimable(Skipped("no-gpu", {"names": ", ".join(lacking)}))
+    return out
 
 
 def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""

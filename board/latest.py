@@ -35,6 +35,8 @@ from jobs.models import Run, Sample
 if TYPE_CHECKING:
     from jobs.models import Sample as SampleRow
 
+GPU_FAMILY = "gpu"
+
 
 @dataclass(frozen=True)
 class RunFigure:
@@ -53,6 +55,7 @@ class RunFigure:
     verified: bool
     source: str
     grade: str  # the lowest rung of the ladder among its samples (Sample.LADDER)
+    device: str = ""  # what the probe measured on (its metadata: "cpu" with no GPU)
 
 
 def worst(samples: list[dict[str, Any]], higher_is_better: bool) -> dict[str, Any]:
@@ -87,7 +90,8 @@ def run_figures(rows: Iterable[Any], kept: tuple[str, ...]) -> dict[str, list[Ru
         figures[metric].append(RunFigure(
             run_id, s["run__finished_at"], s["run__requested_by"], s["value"], s["unit"], s["n"],
             s["p5"], s["p95"], s["cv"], all(x["evidence"] == Sample.PLATFORM_VERIFIED for x in samples),
-            s["evidence_source"], lowest([x["evidence"] for x in samples])))
+            s["evidence_source"], lowest([x["evidence"] for x in samples]),
+            str(s.get("metadata__device") or "")))
     return figures
 
 
@@ -117,6 +121,11 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered), percentile(ordered, 5), percentile(ordered, 95)
 
 
+def is_stand_in(metric: str, figures: list[RunFigure]) -> bool:
+    """A GPU figure any of whose runs a CPU measured: it stands in for a GPU's."""
+    return metric.startswith(f"{GPU_FAMILY}.") and any(f.device == "cpu" for f in figures)
+
+
 def board_row(node_id: int, metric: str, profile: str, evidence: str,
               figures: list[RunFigure]) -> LatestResult:
     latest = figures[0]
@@ -128,6 +137,7 @@ def board_row(node_id: int, metric: str, profile: str, evidence: str,
         within_p95=latest.p95, cv=latest.cv, run_id=latest.run_id, measured_at=latest.finished_at,
         runs=len(figures), run_min=min(values), run_max=max(values),
         verified=all(f.verified for f in figures), grade=lowest([f.grade for f in figures]),
+        stand_in=is_stand_in(metric, figures),
         evidence_source=next((f.source for f in figures if f.source), ""),
         requested_by=",".join(sorted({f.requested_by for f in figures})))
 
@@ -143,7 +153,8 @@ def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
         metric__in=names)
         .order_by("-run__finished_at", "-run_id")
         .values("metric", "value", "unit", "n", "p5", "p95", "cv", "evidence", "evidence_source",
-                "run_id", "run__finished_at", "run__requested_by", "run__job__node_count")
+                "run_id", "run__finished_at", "run__requested_by", "run__job__node_count",
+                "metadata__device")
         # A node's row has only its own figures: not its links, not a cluster's training.
         if metrics.of_node(row["metric"], row["run__job__node_count"])]
     out = []
@@ -155,7 +166,7 @@ def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
         out, update_conflicts=True, unique_fields=["node", "metric", "profile", "evidence"],
         update_fields=["value", "unit", "n", "p5", "p95", "within_p5", "within_p95", "cv", "run",
                        "measured_at", "runs", "run_min", "run_max", "verified", "grade",
-                       "evidence_source", "requested_by"])
+                       "evidence_source", "requested_by", "stand_in"])
 
 
 def record_latest(run: Run, samples: Iterable[SampleRow]) -> None:

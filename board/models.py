@@ -39,6 +39,10 @@ class LatestResult(models.Model):
     within_p5 = models.FloatField(null=True)
     within_p95 = models.FloatField(null=True)
     cv = models.FloatField(null=True)
+    # A GPU figure a CPU measured (the probe's device was the CPU: no GPU on the host, or
+    # none it could use). Kept for CPU-only jobs and the node's page; never ranked, starred,
+    # scored or taken as a GPU's by an estimate (#32).
+    stand_in = models.BooleanField(default=False)
     run = models.ForeignKey("jobs.Run", on_delete=models.CASCADE, related_name="+")
     measured_at = models.DateTimeField()
 

@@ -10,7 +10,7 @@ figure (marked).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -122,11 +122,16 @@ def profile_for(filters: Filters) -> str:
     return str(busiest["profile"]) if busiest else "default"
 
 
-def filtered(filters: Filters, profile: str, evidence: str | None = None) -> QuerySet[LatestResult]:
+def filtered(filters: Filters, profile: str, evidence: str | None = None,
+             stand_ins: bool = False) -> QuerySet[LatestResult]:
+    """The board rows of the filters' metric; a CPU's stand-in for a GPU figure only when
+    asked for (a CPU-only job's estimate): it never ranks against GPUs."""
     rows = (LatestResult.objects.filter(metric=filters.metric, profile=profile,
                                         evidence=evidence or filters.evidence_class(),
                                         node__status=Node.Status.ACTIVE)
             .select_related("node__provider", "node__region"))
+    if not stand_ins:
+        rows = rows.filter(stand_in=False)
     if filters.region:
         rows = rows.filter(Q(node__region__code__iexact=filters.region)
                            | Q(node__region__province__iexact=filters.region)
@@ -174,13 +179,24 @@ def is_stale(measured_at: Any) -> bool:
 def node_values(node_ids: Iterable[int], profile: str,
                 evidence: str = "") -> dict[int, dict[str, float]]:
     """Every board value of these nodes in one profile and evidence class (as the ranking
-    reads ``evidence``: empty is measured): node -> metric -> value."""
+    reads ``evidence``: empty is measured): node -> metric -> value. Not a CPU's stand-in
+    for a GPU figure: what is scored, starred and diagnosed is a GPU's or nothing."""
     values: dict[int, dict[str, float]] = defaultdict(dict)
     for node_id, metric, value in LatestResult.objects.filter(
-            node_id__in=list(node_ids), profile=profile,
-            evidence=evidence_class(evidence)).values_list("node_id", "metric", "value"):
+            node_id__in=list(node_ids), profile=profile, evidence=evidence_class(evidence),
+            stand_in=False).values_list("node_id", "metric", "value"):
         values[node_id][metric] = value
     return values
+
+
+def claims_gpu(node: Node) -> bool:
+    return bool(node.gpu_model) and node.gpu_model.lower() != "none"
+
+
+def gpu_unmeasured(node: Node, values: Mapping[str, float]) -> bool:
+    """A node that enrolled a GPU and has no GPU figure of its own on the board (#32): the
+    board and the compare page say "GPU not measured" rather than a CPU's figure or "–"."""
+    return claims_gpu(node) and not any(m.startswith("gpu.") for m in values)
 
 
 @dataclass

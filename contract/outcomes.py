@@ -36,6 +36,8 @@ SKIPPED: dict[str, str] = {
         "no measured {metric} figure on the board ({profile} profile) for {names}: only the "
         "provider's host reported it; a trial measures it"),
     "no-figure": gettext_noop("no {metric} figure on the board ({profile} profile) for {names}"),
+    "no-gpu": gettext_noop(
+        "{names}: no GPU enrolled or measured; a CPU-only job can be estimated on its CPU"),
     "no-busbw": gettext_noop("no all-reduce bus bandwidth was measured across these nodes"),
     "no-matmul": gettext_noop("no matmul throughput was measured for this candidate"),
 }

@@ -1,5 +1,6 @@
 """A board value's p5-p95 is now the spread of the runs it is the median of (#32), and the
-newest run's own spread moves beside it (within_p5, within_p95). Every board row is
+newest run's own spread moves beside it (within_p5, within_p95); a GPU figure a CPU
+measured is marked a stand-in (stand_in). Every board row is
 recomputed from its runs, with the services of this release (board.latest), so no row
 keeps a range its value lies outside of."""
 
@@ -37,6 +38,11 @@ class Migration(migrations.Migration):
             model_name='latestresult',
             name='within_p95',
             field=models.FloatField(null=True),
+        ),
+        migrations.AddField(
+            model_name='latestresult',
+            name='stand_in',
+            field=models.BooleanField(default=False),
         ),
         migrations.RunPython(recompute, migrations.RunPython.noop),
     ]

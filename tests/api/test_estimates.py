@@ -14,6 +14,7 @@ import pytest
 
 from board import estimate
 from board.models import ClusterResult
+from contract import gpu_models
 from fleet.models import Node, Region
 from tests.board.test_links_clusters import multi_node_job, uniform
 from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
@@ -41,11 +42,13 @@ def cluster(enrol_node: Any, buyer: Actor, settings: Any,
 
     def make(prefix: str, region: Region | None, gbps: float, price: int | None = 25_000,
              params: dict[str, Any] | None = None, curve: list[dict[str, float]] | None = None,
-             tflops: float | None = TFLOPS, hosts: bool = False) -> ClusterResult:
+             tflops: float | None = TFLOPS, hosts: bool = False,
+             inventory: dict[str, Any] = A100) -> ClusterResult:
         count = Node.objects.count()
-        enrolled = [enrol_node(f"{prefix}{i}", region=region, inventory=A100,
+        enrolled = [enrol_node(f"{prefix}{i}", region=region, inventory=inventory,
                                address=f"10.0.9.{count + i + 2}") for i in range(2)]
-        runs_on = enrolled if hosts else [trial_agent(buyer, e, inventory=A100) for e in enrolled]
+        runs_on = enrolled if hosts else [trial_agent(buyer, e, inventory=inventory)
+                                          for e in enrolled]
         for e, on in zip(enrolled, runs_on, strict=True):
             Node.objects.filter(pk=e.node.pk).update(monthly_price_cny=price)
             if tflops is not None:
@@ -141,12 +144,22 @@ def test_an_inflated_curve_point_counts_at_the_peak_intake_checked(
     assert by_id[honest.pk]["sync_total_s"] >= flat.sync_total_s
 
 
-def test_a_candidate_without_a_matmul_figure_is_skipped_not_guessed(
+def test_a_gpu_without_a_measured_matmul_is_estimated_on_its_datasheet_labelled(
         cluster: Any, buyer: Actor, hangzhou: Region) -> None:
+    # #32: the enrolled model's attainable figure from the per-model table, labelled
+    # datasheet (below host-reported), where no GPU figure of the node was measured.
     bare = cluster("ba", hangzhou, 10.0, tflops=None)
-    body = post(buyer, {"workload": GPT2_MEDIUM, "clusters": [bare.pk]}).json()
-    (row,) = body["results"]
-    assert row["estimate"] is None and "gpu.matmul_tflops_bf16 figure" in row["skipped"]
+    (row,) = post(buyer, {"workload": GPT2_MEDIUM, "clusters": [bare.pk]}).json()["results"]
+    a100 = gpu_models.lookup(A100_NAME)
+    assert a100 is not None and a100.matmul_attainable
+    assert row["evidence"] == "datasheet", row
+    assert row["sources"]["tflops"].startswith(f"datasheet of the enrolled {a100.name}")
+    attainable = a100.bf16 * a100.matmul_attainable
+    assert row["estimate"]["parts_s"]["compute"] == pytest.approx(512 * 2.18e12 / (2 * attainable * 1e12))
+    # A CPU-only job has no datasheet to stand on: skipped, not guessed.
+    (cpu,) = post(buyer, {"workload": GPT2_MEDIUM | {"cpu_only": True},
+                          "clusters": [bare.pk]}).json()["results"]
+    assert cpu["estimate"] is None and cpu["skipped_code"] == "no-figure", cpu
 
 
 def test_a_one_node_job_estimates_nodes_and_syncs_nothing(enrol_node: Any, buyer: Actor) -> None:

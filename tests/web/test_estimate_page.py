@@ -16,7 +16,7 @@ from django.test import Client
 from board import estimate, estimate_board
 from fleet.models import Node, Region
 from tests.api import test_estimates
-from tests.fixtures import Actor, measured, trial_agent
+from tests.fixtures import HONEST_INVENTORY, Actor, measured, trial_agent
 from web import charts
 
 cluster = test_estimates.cluster  # the API test's fixture, used here too
@@ -62,7 +62,8 @@ def test_the_board_has_a_job_form_that_asks_the_estimate_page(two: Any) -> None:
                          html, re.S)
         assert form and form.group(1) == f"/{lang}/estimate/"
         fields = set(re.findall(r'name="([a-z_]+)"', form.group(2)))
-        assert fields == {"preset", "nodes", "gpus_per_node", "steps", "region", "rank_by"}
+        assert fields == {"preset", "nodes", "gpus_per_node", "steps", "region", "rank_by",
+                          "cpu_only"}
         presets = re.findall(r'<option value="([^"]+)" translate="no"', form.group(2))
         assert presets == list(estimate.presets())
         # The board's own region choices: provinces and region codes.
@@ -119,15 +120,17 @@ def test_the_chinese_page_says_the_bottleneck_and_what_ifs_in_chinese(two: Any) 
 def test_candidates_without_a_needed_figure_are_listed_apart_with_the_reason(
         cluster: Any, hangzhou: Region) -> None:
     priced = cluster("ok", hangzhou, 10.0)
-    bare = cluster("ba", hangzhou, 10.0, tflops=None)
+    # No GPU enrolled and no figure measured: a GPU job has nothing to stand on (#32: never
+    # a CPU's figure, and no datasheet without a GPU).
+    bare = cluster("ba", hangzhou, 10.0, tflops=None, inventory=HONEST_INVENTORY)
     html = get(f"/en/estimate/?{JOB}")
     assert candidates(html) == [f"cluster-{priced.pk}"]
     assert candidates(html, "skipped") == [f"cluster-{bare.pk}"]
-    assert ('No Matmul bf16 figure on the board (<code translate="no">default</code> profile)'
-            in table(html, "skipped"))
+    assert ('<span translate="no">ba0, ba1</span>: no GPU enrolled or measured; a CPU-only job '
+            "can be estimated on its CPU" in table(html, "skipped"))
     zh = table(get(f"/zh-hans/estimate/?{JOB}"), "skipped")
-    assert "榜单上没有" in zh and '<span translate="no">ba0, ba1</span>' in zh
-    assert "figure on the board" not in zh
+    assert "没有登记或测得 GPU" in zh and '<span translate="no">ba0, ba1</span>' in zh
+    assert "no GPU enrolled" not in zh
 
 
 def test_a_cpu_figure_is_marked_and_a_node_links_to_its_page(enrol_node: Any, buyer: Actor) -> None:

@@ -15,6 +15,8 @@ from board.models import ClusterResult
 from board.ranking import (
     DEFAULT_METRIC,
     Filters,
+    claims_gpu,
+    gpu_unmeasured,
     node_values,
     profile_for,
 )
@@ -55,6 +57,7 @@ class Candidate:
     score: float | None = None
     tier: str = ""
     members: list[str] = field(default_factory=list)
+    gpu: str = ""  # the GPU model enrolled, in words: "A100", "A100 (GPU not measured)", "–"
 
 
 def _ids(query: Any, key: str) -> list[int]:
@@ -99,7 +102,8 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
                              words.region(n.region.province, n.region.city), n.monthly_price_cny,
                              dict(v), diagnosis.diagnose(v),
                              score.score(measured.get(pk, {})).value,
-                             words.tier(tiers[pk].tier) if pk in tiers else ""))
+                             words.tier(tiers[pk].tier) if pk in tiers else "",
+                             gpu=gpu_words(n, v)))
     found = {c.pk: c for c in ClusterResult.objects.filter(pk__in=cluster_ids, offer=True)
              .select_related("provider", "region").prefetch_related("nodes")}
     for pk in cluster_ids:
@@ -113,8 +117,18 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
                              e.result.provider.name if e.result.provider else "", words.region(
             e.result.region.province, e.result.region.city) if e.result.region else "",
             e.price_cny_month, figures, e.findings,
-            members=[n.name for n in e.result.nodes.all()]))
+            members=[n.name for n in e.result.nodes.all()], gpu=e.result.gpu_model or "–"))
     return out
+
+
+def gpu_words(node: Node, values: dict[str, float]) -> str:
+    """The GPU the node enrolled; "GPU not measured" beside it when no GPU figure of its own
+    is on the board (a CPU's stand-in never counts as one)."""
+    if not claims_gpu(node):
+        return "–"
+    if gpu_unmeasured(node, values):
+        return _("%(model)s (GPU not measured)") % {"model": node.gpu_model}
+    return node.gpu_model
 
 
 def comparison(found: list[Candidate]) -> dict[str, Any]:
@@ -140,7 +154,7 @@ def comparison(found: list[Candidate]) -> dict[str, Any]:
     for i in best_of(prices, higher=False):
         price_cells[i]["best"] = True
     wins = best_of(scores, higher=True)
-    return {"rows": rows,
+    return {"rows": rows, "gpu": [c.gpu for c in found],
             "score": [{"text": figure(s), "best": i in wins} for i, s in enumerate(scores)]
             if any(s is not None for s in scores) else [],  # clusters have no score of their own
             "price": price_cells}

@@ -87,8 +87,10 @@ def job_from_query(query: Mapping[str, Any], nodes_key: str = "nodes", default_n
     if evidence not in ("", *EVIDENCE_CHOICES):
         raise BadJob(_html(_("Evidence is verified, measured or any, not “%(value)s”."),
                            value=no_translate(evidence[:40])))
-    return Job(estimate.from_preset(name, steps=steps, nodes=nodes, gpus_per_node=gpus),
-               region, rank_by, evidence)
+    # A CPU-only job, asked for explicitly: a GPU job never takes a CPU's figure (#32).
+    cpu_only = str(query.get("cpu_only") or "") in ("1", "on", "true")
+    return Job(estimate.from_preset(name, steps=steps, nodes=nodes, gpus_per_node=gpus,
+                                    cpu_only=cpu_only), region, rank_by, evidence)
 
 
 def whole(query: Mapping[str, Any], key: str, label: str, low: int, high: int,
@@ -120,7 +122,8 @@ def form(query: Mapping[str, Any], nodes_key: str = "nodes") -> dict[str, Any]:
             "node_choices": range(1, MAX_JOB_NODES + 1),
             "gpus_per_node": str(query.get("gpus_per_node") or 1),
             "max_gpus": MAX_GPUS_PER_NODE, "region": str(query.get("region") or ""),
-            "rank_by": str(query.get("rank_by") or "cost")}
+            "rank_by": str(query.get("rank_by") or "cost"),
+            "cpu_only": str(query.get("cpu_only") or "") in ("1", "on", "true")}
 
 
 # --- in words ------------------------------------------------------------------------------

@@ -35,7 +35,9 @@ HISTORY_METRICS = ["network.tcp_throughput", "network.tcp_rtt", "storage.randrea
 
 
 def metric_rows(latest: QuerySet[LatestResult]) -> list[dict[str, Any]]:
-    return [{"row": r, "label": words.label(r.metric), "about": words.about(r.metric),
+    return [{"row": r, "label": words.label(r.metric) + (
+                 " " + _("(a CPU's figure: no GPU measured)") if r.stand_in else ""),
+             "about": words.about(r.metric),
              "metric": r.metric, "value": figure(r.value, r.metric), "unit": unit_of(r.metric),
              "spread": f"{figure(r.p5, r.metric)}–{figure(r.p95, r.metric)}" if r.p5 is not None else "",
              "within": f"{figure(r.within_p5, r.metric)}–{figure(r.within_p95, r.metric)}"

@@ -252,6 +252,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     est.add_argument("--checkpoint-gb", type=float, metavar="GB", help=_("size of one checkpoint"))
     est.add_argument("--checkpoint-every", type=int, metavar="STEPS",
                      help=_("steps between two checkpoints"))
+    est.add_argument("--cpu-only", action="store_true",
+                     help=_("the job runs on CPUs: estimate it on the nodes' CPU figures (a GPU "
+                            "job never takes them)"))
     # The API's own choices (it checks them again); here for --help and an early error.
     est.add_argument("--precision", choices=["bf16", "fp16", "fp32"],
                      help=_("which measured matmul figure to use (default: the preset's, else "

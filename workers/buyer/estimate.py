@@ -57,6 +57,8 @@ def workload(args: argparse.Namespace) -> dict[str, Any]:
              "checkpoint_interval": args.checkpoint_every}
     if args.small_files:
         given["packed"] = False
+    if args.cpu_only:
+        given["cpu_only"] = True
     return {k: v for k, v in given.items() if v is not None}
 
 

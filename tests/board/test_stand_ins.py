@@ -1,0 +1,70 @@
+"""GPU figures where a GPU is claimed (#32 item 4): a CPU's matmul stands in for no GPU's.
+
+Before: nodes named A100 and H800 had a CPU's matmul (0.032 TFLOP/s "bf16") starred on the
+board, and a GPT-2 small estimate of 3,380 hours on it. Now a GPU figure a CPU measured is
+marked a stand-in: never ranked, starred, scored or taken as a GPU's by an estimate; a node
+that enrolled a GPU without a GPU figure says "GPU not measured"; a CPU-only job is asked
+for explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.test import Client
+
+from board.models import LatestResult
+from tests.api.test_estimates import A100
+from tests.fixtures import measured, trial_agent
+
+MATMUL = "gpu.matmul_tflops_bf16"
+ON_CPU = {MATMUL: {"device": "cpu", "gpu": "skipped: no NVIDIA GPU"}}
+CORE = {"network.tcp_rtt": 1.0, "storage.randread_iops": 100_000.0,
+        "storage.randread_lat_mean": 320.0, "storage.checkpoint_write": 1.0}
+
+
+def test_a_cpus_matmul_is_a_stand_in_never_ranked_or_starred(buyer: Any, enrol_node: Any) -> None:
+    cpu, other = enrol_node("hz-cpu"), enrol_node("hz-other")
+    measured(buyer, cpu, 9.0, extra={MATMUL: 0.032, **CORE}, metadata=ON_CPU)
+    measured(buyer, other, 5.0, extra=CORE)
+    row = LatestResult.objects.get(node=cpu.node, metric=MATMUL, evidence=LatestResult.ANY)
+    assert row.stand_in and row.value == 0.032
+    # Not on the matmul board: a CPU does not rank against GPUs.
+    board = buyer.client().get(f"/api/v1/leaderboard?metric={MATMUL}&evidence=any").json()
+    assert board["results"] == []
+    # The node's own page keeps it, marked.
+    page = Client().get(f"/en/nodes/{cpu.node.pk}/?profile=default").content.decode()
+    assert "(a CPU&#x27;s figure: no GPU measured)" in page
+    # No column for it, so no star, on the board that lists the node.
+    html = Client().get("/en/?metric=network.tcp_throughput&evidence=any").content.decode()
+    assert f'data-metric="{MATMUL}"' not in html
+
+
+def test_a_gpu_job_never_takes_a_cpus_figure_and_a_cpu_only_job_does(
+        buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-cpu")
+    agent = trial_agent(buyer, node)
+    measured(buyer, agent, 9.0, extra={MATMUL: 0.032, **CORE}, metadata=ON_CPU)
+    job = {"preset": "gpt2-small", "steps": 1000}
+    (gpu,) = buyer.client().post("/api/v1/estimates", {"workload": job}, format="json"
+                                 ).json()["results"]
+    assert gpu["estimate"] is None and gpu["skipped_code"] == "no-gpu"
+    assert gpu["skipped_values"] == {"names": "hz-cpu"}
+    (cpu,) = buyer.client().post("/api/v1/estimates", {"workload": job | {"cpu_only": True}},
+                                 format="json").json()["results"]
+    assert cpu["estimate"] is not None and cpu["on_cpu"] and cpu["rank"] == 1
+
+
+def test_a_node_that_enrolled_a_gpu_without_a_gpu_figure_says_gpu_not_measured(
+        buyer: Any, enrol_node: Any) -> None:
+    gpu, cpu = enrol_node("hz-a100", inventory=A100), enrol_node("hz-cpu")
+    for node in (gpu, cpu):
+        measured(buyer, node, 9.0, extra={MATMUL: 0.032, **CORE}, metadata=ON_CPU)
+    html = Client().get("/en/?metric=network.tcp_throughput&evidence=any").content.decode()
+    a100_row = html[html.index('data-node="hz-a100"'):]
+    assert "GPU not measured" in a100_row[:a100_row.index("</tr>")]
+    compare = Client().get(f"/en/compare/?nodes={gpu.node.pk},{cpu.node.pk}").content.decode()
+    gpu_row = compare[compare.index('<tr class="gpu">'):]
+    assert "(GPU not measured)" in gpu_row[:gpu_row.index("</tr>")]
+    assert "GPU 未测量" in Client().get(f"/zh-hans/compare/?nodes={gpu.node.pk},{cpu.node.pk}"
+                                        ).content.decode()
