@@ -251,3 +251,18 @@ def test_a_node_is_new_until_its_host_has_a_week_of_retests(
     assert new() == {"shared": False, "dedicated": False, "fresh": True}
     html = get(f"/zh-hans/{BOARD}")
     assert html.count('class="badge new"') == 1 and "新上架" in html
+
+
+def test_the_compare_page_shows_each_nodes_stability_over_the_day(
+        re_tested: dict[str, Enrolled]) -> None:
+    # #32 item 6: the evening-slow node and the steady one side by side, with the worst hour.
+    ids = f"{re_tested['shared'].node.pk},{re_tested['dedicated'].node.pk}"
+    html = get(f"/en/compare/?nodes={ids}")
+    row = re.search(r'<tr class="stability">(.*?)</tr>', html, re.S)
+    assert row, "no stability row"
+    shared, dedicated = re.findall(r'<td class="stability">(.*?)</td>', row.group(1), re.S)
+    assert 'class="badge stability varies-by-hour"' in shared
+    assert "worst hour 32% of the best (20:00-23:00)" in text(shared)
+    assert 'class="badge stability stable"' in dedicated
+    zh = get(f"/zh-hans/compare/?nodes={ids}")
+    assert "随时段波动" in zh and "20:00-23:00" in zh

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from board import clusters, diagnosis, score
+from board import clusters, diagnosis, score, stability_board
 from board.models import ClusterResult
 from board.ranking import (
     DEFAULT_METRIC,
@@ -22,7 +22,7 @@ from board.ranking import (
 )
 from contract import metrics
 from fleet.models import Node
-from web import charts, words
+from web import charts, stability_page, words
 from web.page import (
     COLUMN_METRICS,
     all_equal,
@@ -58,6 +58,14 @@ class Candidate:
     tier: str = ""
     members: list[str] = field(default_factory=list)
     gpu: str = ""  # the GPU model enrolled, in words: "A100", "A100 (GPU not measured)", "–"
+    # The board figure across the platform's re-tests at different hours (#32 item 6): the
+    # board's mark (verdict, badge, the worst hour against the best); a cluster has none.
+    stability: dict[str, Any] = field(default_factory=dict)
+
+
+# The figure whose stability across the day the compare page shows: the link to the
+# region's reference, the one the platform's re-tests measure at random hours.
+STABILITY_METRIC = "network.tcp_throughput"
 
 
 def _ids(query: Any, key: str) -> list[int]:
@@ -94,6 +102,8 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
     values = node_values(list(nodes), profile, "any")
     measured = node_values(list(nodes), profile)  # what the score stands on
     tiers = newest_valid(nodes)
+    stable = stability_board.figures(list(nodes), [STABILITY_METRIC]) if nodes else {}
+    paused = stability_page.pauses_now(list(nodes)) if nodes else {}
     for pk in node_ids:
         if pk not in nodes:
             continue
@@ -103,7 +113,10 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
                              dict(v), diagnosis.diagnose(v),
                              score.score(measured.get(pk, {})).value,
                              words.tier(tiers[pk].tier) if pk in tiers else "",
-                             gpu=gpu_words(n, v)))
+                             gpu=gpu_words(n, v),
+                             stability=stability_page.mark(
+                                 STABILITY_METRIC, stable.get(pk, {}).get(STABILITY_METRIC),
+                                 paused.get(pk))))
     found = {c.pk: c for c in ClusterResult.objects.filter(pk__in=cluster_ids, offer=True)
              .select_related("provider", "region").prefetch_related("nodes")}
     for pk in cluster_ids:
@@ -154,7 +167,9 @@ def comparison(found: list[Candidate]) -> dict[str, Any]:
     for i in best_of(prices, higher=False):
         price_cells[i]["best"] = True
     wins = best_of(scores, higher=True)
+    marks = [c.stability for c in found]
     return {"rows": rows, "gpu": [c.gpu for c in found],
+            "stability": marks if stability_page.shown([m for m in marks if m]) else [],
             "score": [{"text": figure(s), "best": i in wins} for i, s in enumerate(scores)]
             if any(s is not None for s in scores) else [],  # clusters have no score of their own
             "price": price_cells}
