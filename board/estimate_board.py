@@ -180,7 +180,7 @@ def node_candidate(node: Node, profile: str) -> Candidate:
     return Candidate("node", node.pk, node.name, node.provider.name, node.region.code,
                      [{"id": node.pk, "name": node.name, "gpu_model": node.gpu_model}],
                      node.monthly_price_cny,
-                     profile=profile, on_cpu=node.gpu_model in ("", "none"))
+                     profile=profile, on_cpu=not node.claims_gpu)
 
 
 def cluster_candidate(result: ClusterResult) -> Candidate:
@@ -192,7 +192,7 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
                      [{"id": n.pk, "name": n.name, "gpu_model": n.gpu_model} for n in members],
                      sum(p for p in prices if p) if members and all(prices) else None,
                      profile=result.profile,
-                     on_cpu=any(n.gpu_model in ("", "none") for n in members))
+                     on_cpu=any(not n.claims_gpu for n in members))
 
 
 # --- what was measured ---------------------------------------------------------------------
@@ -263,12 +263,12 @@ def gpu_compute(c: Candidate, workload: Workload, compute: list[float | None],
         if model is None:
             lacking.append(node["name"])
             continue
-        attainable = model.peak(workload.precision) * (model.matmul_attainable or 1.0)
-        out.append(attainable)
+        peak, fraction = model.peak(workload.precision), model.matmul_attainable or 1.0
+        out.append(peak * fraction)
         used.append(DATASHEET)
-        c.sources["tflops"] = (f"datasheet of the enrolled {model.name}: {model.peak(workload.precision):g} "
-                               f"TFLOP/s {workload.precision} x {model.matmul_attainable or 1.0:g} "
-                               f"attainable ({model.attainable_source or model.source})")
+        c.sources["tflops"] = (f"datasheet of the enrolled {model.name}: {peak:g} TFLOP/s "
+                               f"{workload.precision} x {fraction:g} attainable "
+                               f"({model.attainable_source or model.source})")
     if lacking:
         raise estimate.Unestimable(Skipped("no-gpu", {"names": ", ".join(lacking)}))
     return out

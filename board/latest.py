@@ -35,8 +35,6 @@ from jobs.models import Run, Sample
 if TYPE_CHECKING:
     from jobs.models import Sample as SampleRow
 
-GPU_FAMILY = "gpu"
-
 
 @dataclass(frozen=True)
 class RunFigure:
@@ -123,7 +121,7 @@ def spread(values: list[float]) -> tuple[float, float, float]:
 
 def is_stand_in(metric: str, figures: list[RunFigure]) -> bool:
     """A GPU figure any of whose runs a CPU measured: it stands in for a GPU's."""
-    return metric.startswith(f"{GPU_FAMILY}.") and any(f.device == "cpu" for f in figures)
+    return metric.startswith(f"{metrics.GPU_FAMILY}.") and any(f.device == "cpu" for f in figures)
 
 
 def board_row(node_id: int, metric: str, profile: str, evidence: str,

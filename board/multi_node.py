@@ -59,7 +59,7 @@ def concerns(job: BenchmarkJob) -> bool:
 def record(job_id: int, finished: bool = False) -> bool:
     """Store the job's link and cluster results once its runs are all finished (``finished``:
     the caller has just checked)."""
-    # Each run of the job asks as it finishes: one cheap count until the last one is in.
+    # Unless the caller has just seen the last run in (job_finished): one cheap count.
     if not finished and Run.objects.filter(job_id=job_id).exclude(
             status__in=Run.FINISHED).exists():
         return False

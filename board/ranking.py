@@ -189,14 +189,10 @@ def node_values(node_ids: Iterable[int], profile: str,
     return values
 
 
-def claims_gpu(node: Node) -> bool:
-    return bool(node.gpu_model) and node.gpu_model.lower() != "none"
-
-
 def gpu_unmeasured(node: Node, values: Mapping[str, float]) -> bool:
     """A node that enrolled a GPU and has no GPU figure of its own on the board (#32): the
     board and the compare page say "GPU not measured" rather than a CPU's figure or "–"."""
-    return claims_gpu(node) and not any(m.startswith("gpu.") for m in values)
+    return node.claims_gpu and not any(m.startswith(f"{metrics.GPU_FAMILY}.") for m in values)
 
 
 @dataclass

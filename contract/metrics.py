@@ -186,6 +186,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 LINK_METRICS = frozenset({"network.internode_throughput", "network.internode_rtt",
                           "network.internode_received"})
 CLUSTER_FAMILY = "training"
+# The GPU probe's figures: a CPU's stand in for them on a host without a GPU (board.latest).
+GPU_FAMILY = "gpu"
 
 
 def of_node(metric: str, node_count: int) -> bool:

@@ -167,6 +167,11 @@ class Node(models.Model):
     def __str__(self) -> str:
         return f"{self.provider.name}/{self.name}"
 
+    @property
+    def claims_gpu(self) -> bool:
+        """Whether the host enrolled an NVIDIA GPU ("none" when its inventory had none)."""
+        return self.gpu_model not in ("", "none")
+
     @staticmethod
     def gpu_model_of(inventory: dict[str, object]) -> str:
         gpu = inventory.get("gpu")

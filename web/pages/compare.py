@@ -15,7 +15,6 @@ from board.models import ClusterResult
 from board.ranking import (
     DEFAULT_METRIC,
     Filters,
-    claims_gpu,
     gpu_unmeasured,
     node_values,
     profile_for,
@@ -137,7 +136,7 @@ def candidates(node_ids: list[int], cluster_ids: list[int]) -> list[Candidate]:
 def gpu_words(node: Node, values: dict[str, float]) -> str:
     """The GPU the node enrolled; "GPU not measured" beside it when no GPU figure of its own
     is on the board (a CPU's stand-in never counts as one)."""
-    if not claims_gpu(node):
+    if not node.claims_gpu:
         return "–"
     if gpu_unmeasured(node, values):
         return _("%(model)s (GPU not measured)") % {"model": node.gpu_model}
