@@ -71,9 +71,10 @@ def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
                     "value": figure(values.get(metric), metric), "unit": unit_of(metric),
                     "target": ("≥ " if part.higher_is_better else "≤ ") + figure(part.target, metric),
                     "share": None if share is None else round(100 * share),
-                    # Shown against its target, counted in no node's score (#32).
-                    "weight": charts.number(weight.get(part.name, 0))
-                    if part.name in scored.counted else _("not counted")})
+                    # Shown against its target, counted in no node's score (#32): the
+                    # weight column says so in a dash, the note under the table in words.
+                    "counted": part.name in scored.counted,
+                    "weight": charts.number(weight.get(part.name, 0))})
     return out
 
 
