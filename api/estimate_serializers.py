@@ -137,6 +137,12 @@ class CandidateSerializer(serializers.Serializer[Any]):
     price_cny_month = serializers.IntegerField(allow_null=True)
     profile = serializers.CharField()
     on_cpu = serializers.BooleanField(help_text="compute is a CPU's figure (no GPU on the host)")
+    copies = serializers.IntegerField(help_text=(
+        "how many of its nodes the job rents: N for a node offered to an N-node job (the "
+        "recommendations), else 1"))
+    modelled = serializers.BooleanField(help_text=(
+        "its gradient sync is modelled on the node's own measured link: no N of its nodes "
+        "were measured together"))
     sources = serializers.DictField(child=serializers.CharField(),
                                     help_text="each figure used and the record it came from")
     evidence = serializers.CharField(help_text=(

@@ -8,12 +8,12 @@ from django.conf import settings
 from rest_framework import serializers
 
 from api.serializers import FindingSerializer
+from board import stability
 
 
 class StabilityFigureSerializer(serializers.Serializer[Any]):
     metric = serializers.CharField()
-    verdict = serializers.ChoiceField(choices=["stable", "varies-by-hour", "varies",
-                                               "not-enough-data"])
+    verdict = serializers.ChoiceField(choices=stability.VERDICTS)
     badge = serializers.CharField(help_text="the verdict in words, in the request's language")
     retests = serializers.IntegerField(help_text="re-tests with a figure in the window")
     hours = serializers.IntegerField(help_text="distinct hours of the day they ran at")

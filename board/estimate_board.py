@@ -40,6 +40,8 @@ NODE_FIGURES = {"loader_samples_per_s": "training.dataloader_samples_per_s",
                 "packed_files_per_s": "storage.packedfile_read",
                 "checkpoint_gbs": "storage.checkpoint_write"}
 BUSBW = "training.allreduce_busbw"
+MODELLED_LINK = "network.tcp_throughput"  # an offer's link: what the reference measured
+BUCKET_MIB = 25
 # Below host-reported on the evidence ladder: the enrolled GPU model's published figure,
 # where no GPU figure of the node was measured.
 DATASHEET = "datasheet"
@@ -66,6 +68,11 @@ class Candidate:
     rank: int = 0
     sources: dict[str, str] = field(default_factory=dict)  # figure -> the record it came from
     evidence: str = Sample.HOST_REPORTED  # the lowest rung among the figures it stands on
+    # A node offered as N of its kind for an N-node job: no N of its nodes were measured
+    # together, so its all-reduce is modelled on its own link (MODELLED_LINK).
+    copies: int = 1
+    modelled: bool = False
+    figures: Measured | None = None  # what its estimate stands on (the verdict re-times it)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,10 @@ class Selection:
     # The board's evidence class (ranking.EVIDENCE_CHOICES): empty is measured, figures the
     # platform verified or a buyer's trial agent measured; "any" estimates on claims too.
     evidence: str = ""
+    # A multi-node job's candidates include each node as N of its kind (the verdict's
+    # offers): its gradient sync modelled from its own measured link, and said to be. The
+    # estimate API keeps to node sets measured together.
+    offers: bool = False
 
 
 def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> list[Candidate]:
@@ -96,7 +107,8 @@ def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> lis
     for c in found:
         if c.skipped is None:
             try:
-                c.estimate = estimate.estimate(workload, measured(c, workload, selection.evidence))
+                c.figures = measured(c, workload, selection.evidence)
+                c.estimate = estimate.estimate(workload, c.figures)
             except estimate.Unestimable as exc:
                 c.skipped = exc.skipped
 
@@ -125,7 +137,10 @@ def picked_nodes(workload: Workload, selection: Selection) -> list[Candidate]:
             raise BadCandidates(f"no active node {pk}", field="nodes")
         c = node_candidate(nodes[pk], selection.profile)
         if workload.nodes > 1:
-            c.skipped = Skipped("needs-cluster", {"nodes": workload.nodes})
+            if selection.offers:
+                offered(c, workload)
+            else:
+                c.skipped = Skipped("needs-cluster", {"nodes": workload.nodes})
         out.append(c)
     return out
 
@@ -152,16 +167,22 @@ def picked_clusters(workload: Workload, selection: Selection) -> list[Candidate]
 
 
 def board_candidates(workload: Workload, selection: Selection) -> list[Candidate]:
-    if workload.nodes == 1:
-        # The board's own filters over the nodes with a matmul figure at the job's precision,
-        # a CPU's among them: a GPU job lists such a node as skipped, saying why.
-        filters = Filters(metric=MATMUL[workload.precision], region=selection.region,
+    out = []
+    if workload.nodes == 1 or selection.offers:
+        # The board's own filters over the nodes on the board (every host has a TCP
+        # throughput figure, GPU or not): one without the compute figure the job needs is
+        # listed as skipped, saying why; a GPU enrolled but not measured counts at its
+        # datasheet's figure (gpu_compute).
+        filters = Filters(metric=MODELLED_LINK, region=selection.region,
                           provider=selection.provider, gpu_model=selection.gpu_model,
                           max_price=selection.max_price, evidence=selection.evidence)
         profile = selection.profile or profile_for(filters)
         rows = filtered(filters, profile, stand_ins=True).order_by("node__name")[:MAX_CANDIDATES]
-        return [node_candidate(row.node, profile) for row in rows]
-    out = []
+        out = [node_candidate(row.node, profile) for row in rows]
+        if workload.nodes == 1:
+            return out
+        for c in out:
+            offered(c, workload)
     for _section, entries in clusters.board(size=workload.nodes, gpu_model=selection.gpu_model or None,
                                             region=selection.region, profile=selection.profile,
                                             evidence=selection.evidence):
@@ -174,6 +195,13 @@ def board_candidates(workload: Workload, selection: Selection) -> list[Candidate
                 continue
             out.append(cluster_candidate(e.result))
     return out[:MAX_CANDIDATES]
+
+
+def offered(c: Candidate, workload: Workload) -> None:
+    """A node as the N nodes of its kind an N-node job rents: N times its price."""
+    c.copies, c.modelled = workload.nodes, True
+    if c.price_cny_month is not None:
+        c.price_cny_month *= workload.nodes
 
 
 def node_candidate(node: Node, profile: str) -> Candidate:
@@ -281,6 +309,8 @@ def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
     grade), a node's from its board run of busbw in the class."""
     if workload.ranks < 2:
         return [], None, ""
+    if c.modelled:
+        return modelled_curve(c, evidence)
     if c.kind == "cluster":
         result = ClusterResult.objects.get(pk=c.id)
         rows = Sample.objects.filter(run__job_id=result.job_id, metric=BUSBW,
@@ -308,6 +338,23 @@ def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
     if curve:
         c.sources["busbw_curve"] = f"{BUSBW} curve of {where}"
     return curve, link, grade if curve else ""
+
+
+def modelled_curve(c: Candidate, evidence: str = ""
+                   ) -> tuple[list[tuple[float, float]], float | None, str]:
+    """N of a node's kind, never measured together: each link of the ring at the node's own
+    measured TCP throughput (its board value, to its region's reference), flat over message
+    sizes. Latency is left out: the reference's RTT is a path out of the data centre, not
+    between two of its racks; the candidate says its sync is modelled, and the verdict asks
+    for an N-node trial before renting."""
+    latest = LatestResult.objects.filter(node_id=c.id, metric=MODELLED_LINK, profile=c.profile,
+                                         evidence=evidence_class(evidence)).first()
+    if latest is None or latest.value <= 0:
+        return [], None, ""
+    gbs = latest.value / 8
+    c.sources["busbw_curve"] = (f"modelled: {MODELLED_LINK} {latest.value:.3g} Gbit/s of run "
+                                f"{latest.run_id} as each link of a {c.copies}-node ring")
+    return [(float(MIB), gbs), (float(BUCKET_MIB * MIB), gbs)], latest.value, latest.grade
 
 
 def is_number(value: Any) -> bool:
@@ -340,6 +387,7 @@ def candidate_data(c: Candidate) -> dict[str, Any]:
     return {"rank": c.rank or None, "kind": c.kind, "id": c.id, "name": c.name,
             "provider": c.provider, "region": c.region, "nodes": c.nodes,
             "price_cny_month": c.price_cny_month, "profile": c.profile, "on_cpu": c.on_cpu,
+            "copies": c.copies, "modelled": c.modelled,
             "sources": c.sources, "evidence": c.evidence,
             "estimate": estimate_data(c.estimate) if c.estimate else None,
             "skipped": c.skipped.words(_) if c.skipped else "",

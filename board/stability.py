@@ -24,6 +24,7 @@ from contract import rules as bounds
 
 RULES_FILE = Path(__file__).resolve().parent / "data" / "stability.yaml"
 STABLE, VARIES_BY_HOUR, VARIES, NOT_ENOUGH = "stable", "varies-by-hour", "varies", "not-enough-data"
+VERDICTS = (STABLE, VARIES_BY_HOUR, VARIES, NOT_ENOUGH)
 
 
 @lru_cache(maxsize=1)
@@ -123,13 +124,3 @@ def worst_hours(by_hour: dict[int, float], higher_is_better: bool) -> list[int]:
         return [h for h, v in by_hour.items() if v <= lo + (hi - lo) * 0.25]
     return [h for h, v in by_hour.items() if v >= hi - (hi - lo) * 0.25]
 
-
-def hour_spans(hours: Sequence[int]) -> str:
-    """[20, 21, 22] -> "20:00-23:00"; [2, 14] -> "02:00-03:00, 14:00-15:00"."""
-    spans: list[list[int]] = []
-    for h in sorted(hours):
-        if spans and h == spans[-1][1]:
-            spans[-1][1] = h + 1
-        else:
-            spans.append([h, h + 1])
-    return ", ".join(f"{a:02d}:00-{b % 24:02d}:00" for a, b in spans)

@@ -28,10 +28,10 @@ from board.stability import (
     Observation,
     Pause,
     Stability,
-    hour_spans,
     judge,
 )
 from contract import metrics
+from contract.numbers import hour_spans
 from fleet.models import RetestPause
 from fleet.services import identity
 from jobs.models import Retest, Sample

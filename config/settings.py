@@ -215,6 +215,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "EvidenceClassEnum": ["verified", "measured", "any"],
         "EvidenceRungEnum": ["platform-verified", "buyer-measured", "host-reported"],
+        "StabilityVerdictEnum": ["stable", "varies-by-hour", "varies", "not-enough-data"],
     },
 }
 

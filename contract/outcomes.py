@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.numbers import hour_spans
+
 
 def gettext_noop(text: str) -> str:
     """Marks a template for both catalogues; each reader translates it when it words it."""
@@ -95,3 +97,99 @@ def summary(e: Mapping[str, Any], number: Callable[[float], str],
             what=what_if(best["name"], gettext), before=number(e["hours"]),
             after=number(best["hours"]))
     return text
+
+
+# --- the verdict: which candidates to rent for the job, and which to avoid -----------------
+# A pick or an avoided candidate as the API gives it (board/verdict.py: verdict_data) is
+# worded here, in the reader's language, from its codes and figures.
+
+PICK = gettext_noop("{name} ({provider}, {region}): {hours} h and {cost} CNY for the job, "
+                    "{step} s a step")
+PICK_NO_PRICE = gettext_noop("{name} ({provider}, {region}): {hours} h for the job, {step} s "
+                             "a step, no price stated")
+AT_WORST_HOURS = gettext_noop("at its worst hours ({hours_of_day}) {hours} h, {summary}")
+EVIDENCE: dict[str, str] = {
+    "platform-verified": gettext_noop("figures verified by the platform"),
+    "buyer-measured": gettext_noop("figures measured by a buyer's trial agent"),
+    "host-reported": gettext_noop("figures the provider's host reported"),
+    "datasheet": gettext_noop("compute from the GPU's datasheet")}
+STABILITY: dict[str, str] = {
+    "stable": gettext_noop("stable over the day"),
+    "varies-by-hour": gettext_noop("slower at {hours_of_day}"),
+    "varies": gettext_noop("varies between re-tests"),
+    "not-enough-data": gettext_noop("not yet re-tested across the day")}
+CHECKS: dict[str, str] = {
+    "host-reported": gettext_noop(
+        "its figures are its provider's own: measure them with a trial agent first"),
+    "datasheet": gettext_noop(
+        "its GPU was not measured (the compute is its datasheet's): run the GPU check in a trial"),
+    "modelled": gettext_noop(
+        "no {copies} of its nodes were measured together: run a {copies}-node training job "
+        "in a trial"),
+    "not-enough-data": gettext_noop("re-test it at the hours you will train"),
+    "varies-by-hour": gettext_noop(
+        "ask whether its bandwidth is dedicated, or train outside {hours_of_day}"),
+    "unmeasured": gettext_noop("{parts} not measured: counted as nothing"),
+    "no-price": gettext_noop("ask its provider for a price")}
+CHECK_FIRST = gettext_noop("check first: {checks}")
+AVOID: dict[str, str] = {
+    "slow-link": gettext_noop(
+        "{name}: its link runs at {gbps} Gbit/s, gradient sync would be {share} of the step"),
+    "slower": gettext_noop(
+        "{name}: {hours} h for the job against {best_hours} h on {best}; {summary}"),
+    "costlier": gettext_noop(
+        "{name}: {cost} CNY for the job against {best_cost} CNY on {best}; {summary}")}
+NO_CANDIDATE = gettext_noop(
+    "no candidate has the figures this job needs: see why each was skipped")
+
+
+def pick_sentence(p: Mapping[str, Any], number: Callable[[float], str],
+                  gettext: Gettext = _same) -> str:
+    """One candidate in a sentence: "hz-a100-01 (West Lake DC, hangzhou): 12.5 h and 428 CNY
+    for the job, 4.5 s a step; compute bounds the step...; figures verified by the platform;
+    stable over the day. check first: ..."."""
+    c, e = p["candidate"], p["candidate"]["estimate"]
+    place = {"name": c["name"], "provider": c["provider"] or "-", "region": c["region"] or "-",
+             "hours": number(e["hours"]), "step": number(e["step_s"])}
+    text = (gettext(PICK).format(**place, cost=number(e["cost_cny"]))
+            if e["cost_cny"] is not None else gettext(PICK_NO_PRICE).format(**place))
+    worst = p.get("worst")
+    if worst:
+        text += gettext(SEPARATOR) + gettext(AT_WORST_HOURS).format(
+            hours_of_day=hour_spans(worst["hours_of_day"]), hours=number(worst["hours"]),
+            summary=summary(worst, number, gettext))
+    text += gettext(SEPARATOR) + summary(e, number, gettext)
+    evidence = EVIDENCE.get(p["evidence"])
+    if evidence:
+        text += gettext(SEPARATOR) + gettext(evidence)
+    text += gettext(SEPARATOR) + gettext(STABILITY[p["stability"]]).format(
+        hours_of_day=hour_spans((worst or {}).get("hours_of_day") or p.get("worst_hours") or []))
+    if p["checks"]:
+        text += ". " + gettext(CHECK_FIRST).format(checks=gettext(SEPARATOR).join(
+            check_words(k, number, gettext) for k in p["checks"]))
+    return text
+
+
+def check_words(check: Mapping[str, Any], number: Callable[[float], str],
+                gettext: Gettext = _same) -> str:
+    values = dict(check.get("values") or {})
+    if "hours_of_day" in values:
+        values["hours_of_day"] = hour_spans(values["hours_of_day"])
+    if "parts" in values:
+        values["parts"] = ", ".join(gettext(PARTS.get(x, x)) for x in values["parts"])
+    return gettext(CHECKS[check["code"]]).format(**values)
+
+
+def avoid_sentence(p: Mapping[str, Any], number: Callable[[float], str],
+                   gettext: Gettext = _same) -> str:
+    """Why not this one: "sz-h800-02: its link runs at 0.19 Gbit/s, gradient sync would be 94%
+    of the step"."""
+    reason, c = p["reason"], p["candidate"]
+    v = dict(reason.get("values") or {})
+    worded = {k: number(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else x
+              for k, x in v.items()}
+    if "share" in v:
+        worded["share"] = f"{v['share']:.0%}"
+    if c.get("estimate"):
+        worded["summary"] = summary(c["estimate"], number, gettext)
+    return gettext(AVOID[reason["code"]]).format(name=c["name"], **worded)

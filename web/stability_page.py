@@ -20,8 +20,9 @@ from django.utils.translation import ngettext
 
 from board import diagnosis, stability_board
 from board.ranking import Entry
-from board.stability import VARIES_BY_HOUR, Stability, hour_spans, rules
+from board.stability import VARIES_BY_HOUR, Stability, rules
 from contract import metrics
+from contract.numbers import hour_spans
 from fleet.models import Node, RetestPause
 from web import charts, words
 

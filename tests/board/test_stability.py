@@ -13,10 +13,10 @@ from board.stability import (
     VARIES_BY_HOUR,
     Observation,
     Pause,
-    hour_spans,
     judge,
     rules,
 )
+from contract.numbers import hour_spans
 
 DAY = datetime(2026, 11, 2)
 

@@ -68,3 +68,15 @@ def test_a_node_that_enrolled_a_gpu_without_a_gpu_figure_says_gpu_not_measured(
     assert "(GPU not measured)" in gpu_row[:gpu_row.index("</tr>")]
     assert "GPU 未测量" in Client().get(f"/zh-hans/compare/?nodes={gpu.node.pk},{cpu.node.pk}"
                                         ).content.decode()
+
+
+def test_a_gpu_node_with_no_matmul_at_all_is_a_candidate_at_its_datasheet(
+        buyer: Any, enrol_node: Any) -> None:
+    """The board's candidates are the nodes on the board, not those with a matmul figure: a
+    host that held its GPU figure back is still estimated, on its datasheet, and says so."""
+    node = enrol_node("hz-a100", inventory=A100)
+    measured(buyer, trial_agent(buyer, node, inventory=A100), 9.0, extra=CORE)
+    (row,) = buyer.client().post("/api/v1/estimates", {"workload": {
+        "preset": "gpt2-small", "steps": 1000}}, format="json").json()["results"]
+    assert row["estimate"] is not None and row["evidence"] == "datasheet"
+    assert row["sources"]["tflops"].startswith("datasheet of the enrolled")

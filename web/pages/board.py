@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from board import clusters, links
+from board.estimate_board import Selection
 from board.ranking import (
     DEFAULT_METRIC,
     BadFilter,
@@ -40,6 +41,7 @@ from web.page import (
     unit_of,
 )
 from web.pages import estimate as estimates
+from web.pages import verdict
 
 RANKING_BARS = 15
 
@@ -177,6 +179,11 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
     values = node_values((e.row.node_id for e in board), profile, filters.evidence) if board else {}
     table = board_table(board, values, metric)
     board_links = links.latest_links(links.Selection())
+    # The verdict for the default job (multi-node data-parallel training) on the board's
+    # candidates: the answer first, the table under it.
+    found = verdict.box(verdict.default_job(), Selection(
+        region=filters.region, provider=filters.provider, gpu_model=filters.gpu_model,
+        max_price=filters.max_price, evidence=filters.evidence)) if not problem else None
     return render(request, "web/leaderboard.html", {
         **table, "filters": filters, "profile": profile, "apart": apart, "problem": problem,
         "metric": metric, "metric_label": words.label(metric.name),
@@ -197,7 +204,7 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         # Every measured pair (the latest ranked test of each), up to MAX_MATRIX_NODES nodes.
         "link_chart": link_chart(board_links),
         "link_findings": clusters.link_findings(board_links),
-        "job_form": estimates.form(request.GET),
+        "job_form": estimates.form(request.GET), "verdict": found,
         "stability_days": settings.STABILITY_WINDOW_DAYS,
     }, status=400 if problem else 200)
 

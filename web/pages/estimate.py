@@ -31,6 +31,7 @@ from contract.outcomes import Skipped
 from fleet.models import Region
 from web import charts, words
 from web.page import best_of, cluster_name
+from web.pages import verdict
 
 MAX_JOB_NODES = 8  # the form's choice; the API takes more
 MAX_GPUS_PER_NODE = 64  # as the API (api/estimate_serializers.py)
@@ -342,17 +343,19 @@ def compare_rows(job: Job, node_ids: list[int], cluster_ids: list[int],
 def estimate_page(request: HttpRequest) -> HttpResponse:
     """A buyer's own training job on every candidate of the board, cheapest or quickest
     first; the candidates without the figures it needs listed apart, with the reason."""
-    problem, job, found = "", None, []
+    problem, job, found, answer = "", None, [], None
     try:
         job = job_from_query(request.GET, regions=region_choices())
         found = ranked(job)
+        answer = verdict.box(job.workload, Selection(region=job.region, evidence=job.evidence),
+                             job.rank_by)
     except BadJob as exc:
         problem = exc.message
     return render(request, "web/estimate.html", {
         "problem": problem, "job": job, "rows": [r for r in found if r.rank],
         "skipped": [r for r in found if not r.rank],
         "facts": workload_facts(job.workload, job.rank_by) if job else [],
-        "job_form": form(request.GET),
+        "job_form": form(request.GET), "verdict": answer,
         "regions": Region.objects.order_by("province", "city"),
         "provinces": sorted(set(Region.objects.values_list("province", flat=True))),
     }, status=400 if problem else 200)

@@ -187,6 +187,19 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recommend(args: argparse.Namespace) -> int:
+    import json
+
+    from workers.buyer import recommend
+
+    page = recommend.ask(_client(args), recommend.query(args))
+    if args.format == "json":
+        print(json.dumps(page, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(recommend.lines(page)))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def client_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--url", help=_("platform URL (or BENCH_URL, or the client config file)"))
@@ -272,6 +285,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help=_("cheapest or fastest first (default: %(default)s)"))
     est.add_argument("--format", default="table", choices=FORMATS)
     est.set_defaults(func=cmd_estimate)
+
+    rec = sub.add_parser("recommend", help=_("where to rent for your training job, and why; "
+                                             "which candidates to avoid"))
+    client_args(rec)
+    rec.add_argument("--preset", metavar="NAME",
+                     help=_("the model trained (default: gpt2-small), e.g. gpt2-medium"))
+    rec.add_argument("--steps", type=int, metavar="N",
+                     help=_("optimizer steps of the job (default: 10,000)"))
+    rec.add_argument("--nodes", type=int, metavar="N",
+                     help=_("how many nodes the job runs on (default: 2)"))
+    rec.add_argument("--gpus-per-node", type=int, metavar="N",
+                     help=_("GPUs the job uses on each node (default: 1)"))
+    rec.add_argument("--cpu-only", action="store_true",
+                     help=_("the job runs on CPUs: estimate it on the nodes' CPU figures (a GPU "
+                            "job never takes them)"))
+    rec.add_argument("--region", help=_("candidates in this province or city"))
+    rec.add_argument("--provider", help=_("this provider's candidates"))
+    rec.add_argument("--gpu-model", help=_("candidates with this GPU model"))
+    rec.add_argument("--max-price", type=int, metavar="CNY",
+                     help=_("at most this monthly price for all the job's nodes"))
+    rec.add_argument("--rank-by", choices=["cost", "time"],
+                     help=_("cheapest or fastest first (default: cost)"))
+    rec.add_argument("--evidence", choices=["verified", "measured", "any"],
+                     help=_("figures to stand on (default: measured, by the platform or a "
+                            "buyer's trial agent)"))
+    rec.add_argument("--format", default="text", choices=["text", "json"])
+    rec.set_defaults(func=cmd_recommend)
 
     verify = sub.add_parser("verify", help=_("check a certificate: signature, expiry, revocation"))
     verify.add_argument("certificate", help=_("the certificate's JSON file"))
