@@ -54,13 +54,21 @@ PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/
 # live server. The tests that measure or check the whole machine run alone after it.
 TEST_WORKERS ?= 2
 
+# The `beside` tests (the demo's) run in their own process during the parallel part, their
+# output kept and shown after it; the make fails when either part does.
+BESIDE_LOG = var/test-output/beside.log
+
 test: setup services
-	$(PYTEST) -n $(TEST_WORKERS) -m "not load and not serial"
-	$(PYTEST) -m "serial and not load"
+	@mkdir -p $(dir $(BESIDE_LOG)); \
+	$(PYTEST) -m "beside and not load" > $(BESIDE_LOG) 2>&1 & beside=$$!; \
+	$(PYTEST) -n $(TEST_WORKERS) -m "not load and not serial and not beside"; parallel=$$?; \
+	wait $$beside; besides=$$?; echo "--- beside the parallel part ($(BESIDE_LOG)):"; \
+	tail -n 60 $(BESIDE_LOG); test $$parallel -eq 0 && test $$besides -eq 0
+	$(PYTEST) -m "serial and not load and not beside"
 
 test-fast: venv
-	$(PYTEST) -n $(TEST_WORKERS) -m "not slow and not serial"
-	$(PYTEST) -m "serial and not slow"
+	$(PYTEST) -n $(TEST_WORKERS) -m "not slow and not serial and not beside"
+	$(PYTEST) -m "serial and not slow and not beside"
 
 # The load test (twenty workers, a thousand runs) on its own: CI runs it after `make test`.
 test-load: setup services

@@ -347,7 +347,8 @@ def modelled_curve(c: Candidate, evidence: str = ""
     sizes. Latency is left out: the reference's RTT is a path out of the data centre, not
     between two of its racks; the candidate says its sync is modelled, and the verdict asks
     for an N-node trial before renting."""
-    latest = LatestResult.objects.filter(node_id=c.id, metric=MODELLED_LINK, profile=c.profile,
+    latest = LatestResult.objects.filter(node_id=c.id, metric=MODELLED_LINK,
+                                         profile=c.profile or "default",
                                          evidence=evidence_class(evidence)).first()
     if latest is None or latest.value <= 0:
         return [], None, ""

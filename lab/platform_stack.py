@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ REPO = procs.REPO
 
 
 def say(message: str) -> None:
-    print(f"==> {message}", flush=True)
+    # The clock on each step: where a demo's (and a test's) minutes go, read off its output.
+    print(f"==> {time.strftime('%H:%M:%S')} {message}", flush=True)
 
 
 def stop_on_sigterm() -> None:

@@ -10,6 +10,7 @@ check before renting. The API, in both languages; the same words from the codes.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -124,3 +125,24 @@ def test_the_board_opens_with_the_verdict_and_the_estimate_page_gives_it_for_my_
     box = page[page.index('id="verdict"'):]
     assert "Where to rent for gpt2-small on 1 node(s), 1,000 steps" in box
     assert 'data-reason="slow-link"' not in box[:box.index("</section>")]
+
+
+def test_the_compare_page_groups_by_area_says_where_each_wins_and_ends_with_the_verdict(
+        four: dict[str, Enrolled]) -> None:
+    ids = ",".join(str(four[n].node.pk) for n in ("fast", "slow"))
+    html = Client().get(f"/en/compare/?nodes={ids}&evidence=any").content.decode()
+    areas = re.findall(r'data-area="([\w-]+)"', html)
+    assert areas[:2] == ["network", "data-loading"] and "gpu" in areas, areas
+    network = html[html.index('data-area="network"'):html.index('data-area="data-loading"')]
+    assert 'data-metric="network.tcp_throughput"' in network
+    assert 'data-metric="storage.randread_iops"' not in network
+    standings = html[html.index('id="standings"'):html.index("</ul>", html.index('id="standings"'))]
+    # fast wins the link, slow trails it; every other figure is a tie.
+    assert re.search(r">fast</a>: best on network \(1 of \d\)", standings), standings
+    assert re.search(r">slow</a>: last on network \(1 of \d\)", standings), standings
+    # The verdict among the two, after the table: fast to rent, slow to avoid.
+    verdict_at = html.index('id="verdict"')
+    assert verdict_at > html.index('id="comparison"')
+    box = html[verdict_at:]
+    assert f'data-pick="node-{four["fast"].node.pk}"' in box
+    assert 'data-reason="slow-link"' in box

@@ -57,7 +57,7 @@ def test_three_nodes_of_one_region_share_its_reference_and_all_succeed(
                         iperf3_port=free_port()) for i in (1, 2, 3)]
     worker_factory.many([(n.config_path, f"w-ref-{n.node.name}") for n in nodes])
     job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network",
-                               QUICK | {"iperf3_duration": 2, "repetitions": 2})
+                               QUICK)
     wait_for(lambda: finished(job), 240, "the three runs to finish")
     waits = []
     for run in Run.objects.filter(job=job):

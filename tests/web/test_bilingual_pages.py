@@ -197,6 +197,9 @@ def test_charts_have_labelled_axes_legends_and_hover_values(board: Any, browser:
                                                            live_server: Any) -> None:
     tab = open_tab(browser, "en-US")
     tab.goto(f"{live_server.url}/en/?evidence=any")
+    # The verdict opens the board, above the filters (#32 item 7).
+    assert tab.inner_text("#verdict h2").startswith("Where to rent for gpt2-small on 2 node(s)")
+    assert tab.locator("#verdict").bounding_box()["y"] < tab.locator("#filters").bounding_box()["y"]
     for chart in ("#ranking-chart", "#region-chart", "#kind-chart", "#price-chart"):
         labels = tab.eval_on_selector_all(f"{chart} svg text.axis-label", TEXTS)
         assert labels, chart
@@ -243,6 +246,10 @@ def test_the_compare_page_compares_with_ties_and_price_differences(board: Any, b
     prices = tab.locator("#comparison tr.price td").all_inner_texts()
     assert prices == ["26,000 (+11,000)", "18,000 (+3,000)", "15,000"]
     assert tab.locator(".diagnosis").count() == 3
+    # Grouped by area, a line per candidate, and the verdict among them at the end, in Chinese.
+    assert tab.locator("#comparison tbody.area tr.group").first.inner_text() == "网络"
+    assert tab.locator("#standings li").count() == 3 and "领先：网络" in tab.inner_text("#standings")
+    assert "去哪里租" in tab.inner_text("#verdict h2")
     tab.goto(f"{live_server.url}/zh-hans/compare/?nodes={hz1.pk}")
     assert "请选择两到四个节点或集群" in tab.inner_text("#problem")
     assert tab.errors == [] or all("400" in e for e in tab.errors)

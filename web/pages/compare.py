@@ -9,11 +9,14 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from board import clusters, diagnosis, score, stability_board
+from board.estimate_board import Selection
 from board.models import ClusterResult
 from board.ranking import (
     DEFAULT_METRIC,
+    EVIDENCE_CHOICES,
     Filters,
     gpu_unmeasured,
     node_values,
@@ -34,6 +37,7 @@ from web.page import (
     unit_of,
 )
 from web.pages import estimate as estimates
+from web.pages import verdict
 
 COMPARE_MIN, COMPARE_MAX = 2, 4
 
@@ -143,19 +147,43 @@ def gpu_words(node: Node, values: dict[str, float]) -> str:
     return node.gpu_model
 
 
+# The areas a buyer weighs, in the page's order: each metric in the first whose test it
+# passes (the cluster's own figures are training's).
+AREAS: list[tuple[str, str, Any]] = [
+    ("network", gettext_noop("Network"),
+     lambda m: m.startswith("network.") or m == clusters.SLOWEST_LINK),
+    ("data-loading", gettext_noop("Data loading"),
+     lambda m: "dataloader" in m or m in ("storage.smallfile_read", "storage.packedfile_read")),
+    ("storage", gettext_noop("Storage"), lambda m: m.startswith("storage.")),
+    ("training", gettext_noop("Training"), lambda m: m.startswith("training.")),
+    ("gpu", gettext_noop("GPU"), lambda m: m.startswith("gpu.")),
+    ("other", gettext_noop("Other"), lambda m: True)]
+
+
+def area_of(metric: str) -> str:
+    return next(key for key, _label, test in AREAS if test(metric))
+
+
 def comparison(found: list[Candidate]) -> dict[str, Any]:
-    """One row per metric any candidate has, in the board's order, the winner marked (all of
-    them on a tie); then the score and the monthly price with each one's difference from the
-    cheapest."""
+    """One row per metric any candidate has, grouped by area (network, data loading,
+    storage, training, GPU), in the board's order within each, the winner marked (all of
+    them on a tie); one line per candidate saying where it wins and where it trails; then
+    the score and the monthly price with each one's difference from the cheapest."""
     order = CLUSTER_METRICS + COLUMN_METRICS + sorted(metrics.METRICS)
     seen = dict.fromkeys(m for m in order if any(m in c.values for c in found))
+    rank = {key: i for i, (key, _label, _test) in enumerate(AREAS)}
     rows = []
-    for m in seen:
+    for m in sorted(seen, key=lambda m: rank[area_of(m)]):  # stable: the board's order within
         vals = [c.values.get(m) for c in found]
-        wins = best_of(vals, clusters.higher_is_better(m))
+        higher = clusters.higher_is_better(m)
+        wins = best_of(vals, higher)
+        tie = len(wins) > 1 or all_equal(vals)
         rows.append({"label": label_of(m), "unit": unit_of(m), "about": words.about(m), "metric": m,
+                     "area": area_of(m),
                      "cells": [{"text": figure(v, m), "best": i in wins} for i, v in enumerate(vals)],
-                     "tie": len(wins) > 1 or all_equal(vals)})
+                     "tie": tie, "worst": set() if tie else best_of(vals, not higher)})
+    groups = [{"key": key, "label": _(label), "rows": [r for r in rows if r["area"] == key]}
+              for key, label, _test in AREAS]
     scores = [c.score for c in found]
     prices = [float(c.price) if c.price else None for c in found]
     cheapest = min((p for p in prices if p), default=None)
@@ -167,12 +195,35 @@ def comparison(found: list[Candidate]) -> dict[str, Any]:
         price_cells[i]["best"] = True
     wins = best_of(scores, higher=True)
     marks = [c.stability for c in found]
-    return {"rows": rows, "gpu": [c.gpu for c in found],
+    return {"rows": rows, "groups": [g for g in groups if g["rows"]],
+            "lines": [standing(c, i, rows) for i, c in enumerate(found)],
+            "gpu": [c.gpu for c in found],
             "stability": marks if stability_page.shown([m for m in marks if m]) else [],
             "score": [{"text": figure(s), "best": i in wins} for i, s in enumerate(scores)]
             if any(s is not None for s in scores) else [],  # clusters have no score of their own
             "price": price_cells}
 
+def standing(c: Candidate, i: int, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Where one candidate wins and where it trails, by area: "best on network (4 of 5),
+    storage (2 of 6); last on data loading (2 of 2)"."""
+    def counted(key: str) -> list[str]:
+        out = []
+        for area, label, _test in AREAS:
+            mine = [r for r in rows if r["area"] == area and not r["tie"]
+                    and r["cells"][i]["text"] not in ("", "–")]
+            n = sum(1 for r in mine if (r["cells"][i]["best"] if key == "best" else i in r["worst"]))
+            if n:
+                out.append(_("%(area)s (%(n)s of %(of)s)") % {"area": _(label).lower(), "n": n,
+                                                            "of": len(mine)})
+        return out
+    best, last = counted("best"), counted("worst")
+    parts = []
+    if best:
+        parts.append(_("best on %(areas)s") % {"areas": ", ".join(best)})
+    if last:
+        parts.append(_("last on %(areas)s") % {"areas": ", ".join(last)})
+    return {"name": c.name, "href": c.href,
+            "text": _("; ").join(parts) or _("no figure apart from the others")}
 
 
 def compare_page(request: HttpRequest) -> HttpResponse:
@@ -185,7 +236,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         problem, status = _("Some of these nodes or clusters do not exist (or are no longer listed)."), 404
     table = comparison(found) if found and not problem else None
     # With a preset and steps, the buyer's own job estimated on each candidate as well.
-    job_rows, job_problem = None, ""
+    job_rows, job_problem, job = None, "", None
     if table and estimates.wants_estimate(request.GET):
         try:
             job = estimates.compare_job(request.GET, [len(c.members) for c in found
@@ -194,9 +245,18 @@ def compare_page(request: HttpRequest) -> HttpResponse:
                                               [(c.kind, c.pk) for c in found])
         except estimates.BadJob as exc:
             job_problem, status = exc.message, 400
+    # It ends with the verdict among these candidates: for the buyer's job, or by default
+    # multi-node data-parallel training (each node as N of its kind).
+    answer = None
+    if table and not job_problem:
+        evidence = job.evidence if job else str(request.GET.get("evidence") or "")
+        answer = verdict.box(job.workload if job else verdict.default_job(), Selection(
+            nodes=tuple(node_ids), clusters=tuple(cluster_ids),
+            evidence=evidence if evidence in EVIDENCE_CHOICES else ""),
+            job.rank_by if job else "cost")
     return render(request, "web/compare.html", {
         "candidates": found, "comparison": table, "problem": problem,
-        "estimate": job_rows, "estimate_problem": job_problem,
+        "estimate": job_rows, "estimate_problem": job_problem, "verdict": answer,
         "job_form": estimates.form(request.GET, nodes_key="job_nodes"),
         "node_ids": ",".join(map(str, node_ids)), "cluster_ids": ",".join(map(str, cluster_ids)),
     }, status=status)
