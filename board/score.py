@@ -5,7 +5,8 @@ Each part scores 0..1 against a target from the field's rules of thumb (1 = at o
 target), and the score is the weighted mean of the core parts, times 100: the same parts for
 every node (#32: a node with GPU or training figures used to collect more parts of its
 score than the others, on figures they never had the chance to show). The other parts are
-shown against their targets beside it. Weights are configuration (settings.SCORE_WEIGHTS).
+shown against their targets beside it. Weights are data (board/data/score_weights.yaml, each
+with its why); an operator overrides one (settings.SCORE_WEIGHTS).
 
 The callers give it measured figures only (platform-verified or buyer-measured: the
 evidence ladder), and there is no score until every counted part is measured: a node that
@@ -20,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
+from pathlib import Path
 
 from django.conf import settings
-from django.utils.translation import gettext_noop
+from django.utils.translation import get_language, gettext_noop
 
 from board import rules
 from board.rules import STABILITY
+from contract import rules as bounds
 from contract.rules import Rule
 
 __all__ = ["PARTS", "STABILITY", "Part", "Score", "score", "weights"]
@@ -75,15 +78,32 @@ PARTS = [Part(name, rule, LABELS[name], name in rules.score_core())
          for name, rule in rules.score().items()]
 STABILITY_PART = "stability"
 
-# Stability counts only when an operator weights it (SCORE_WEIGHTS="stability=2"): scores
-# stay comparable with those before re-tests existed.
-DEFAULT_WEIGHTS = {"bandwidth": 3.0, "latency": 2.0, "busbw": 3.0, "comm_share": 2.0,
-                   "iops": 1.0, "checkpoint": 1.0, "data_loading": 1.0, "gpu_utilisation": 2.0,
-                   "stability": 0.0}
+WEIGHTS_FILE = Path(__file__).resolve().parent / "data" / "score_weights.yaml"
+
+
+@cache
+def weight_rules() -> dict[str, bounds.Bound]:
+    """Each part's weight, with its why and source (board/data/score_weights.yaml)."""
+    loaded = bounds.load_bounds(WEIGHTS_FILE)
+    missing = {p.name for p in PARTS} - set(loaded)
+    assert not missing, f"{WEIGHTS_FILE.name}: no weight for {sorted(missing)}"
+    return loaded
+
+
+def default_weights() -> dict[str, float]:
+    return {name: b.value for name, b in weight_rules().items()}
+
+
+def weight_why(name: str) -> str:
+    """Why a part weighs what it does, in the request's language."""
+    found = weight_rules().get(name)
+    if found is None:
+        return ""
+    return found.why_zh if (get_language() or "").startswith("zh") else found.why
 
 
 def weights() -> dict[str, float]:
-    return {**DEFAULT_WEIGHTS, **getattr(settings, "SCORE_WEIGHTS", {})}
+    return {**default_weights(), **getattr(settings, "SCORE_WEIGHTS", {})}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -84,7 +85,8 @@ def test_certification_reads_its_thresholds_with_the_same_evaluator() -> None:
 
 
 BOUND_FILES = [Path("jobs/data/consistency.yaml"), Path("board/data/stability.yaml"),
-               Path("contract/data/gpu_health.yaml"), Path("board/data/verdict.yaml")]
+               Path("contract/data/gpu_health.yaml"), Path("board/data/verdict.yaml"),
+               Path("board/data/score_weights.yaml")]
 
 
 @pytest.mark.parametrize("path", BOUND_FILES, ids=lambda p: p.name)
@@ -121,3 +123,17 @@ def test_the_checks_hold_results_to_the_bounds_in_their_files() -> None:
     lowered = {"power_limit_w": 280.0, "power_default_limit_w": 300.0}  # 93%
     assert gpu_health.power_limit_lowered(lowered, None) is not None
     assert gpu_health.power_limit_lowered(lowered | {"power_limit_w": 290.0}, None) is None
+
+
+def test_every_score_part_weighs_what_its_file_says_with_a_why_in_both_languages(
+        settings: Any) -> None:
+    settings.SCORE_WEIGHTS = {}
+    file = evaluator.load_bounds(score.WEIGHTS_FILE)
+    assert {p.name for p in score.PARTS} <= set(file)
+    assert score.weights() == {name: b.value for name, b in file.items()}
+    # A score of equal parts: stability waits until every node has its verdict, and says so.
+    assert score.weights()["stability"] == 0 and "same parts" in score.weight_why("stability")
+    with translation.override("zh-hans"):
+        assert "相同部分" in score.weight_why("stability")
+    settings.SCORE_WEIGHTS = {"stability": 2.0}  # an operator's override still wins
+    assert score.weights()["stability"] == 2.0

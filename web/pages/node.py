@@ -74,7 +74,8 @@ def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
                     # Shown against its target, counted in no node's score (#32): the
                     # weight column says so in a dash, the note under the table in words.
                     "counted": part.name in scored.counted,
-                    "weight": charts.number(weight.get(part.name, 0))})
+                    "weight": charts.number(weight.get(part.name, 0)),
+                    "weight_why": score.weight_why(part.name)})
     return out
 
 
