@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -43,3 +44,10 @@ def test_the_quick_full_suite_reports_every_probe(live_server: Any, buyer: Any, 
     else:  # measured on the CPU, and the sample says why
         assert gpu["metadata"]["gpu"] == "skipped: no NVIDIA GPU"
     assert run["node"]["name"] == "hz-1"
+    # Each figure keeps what else the host's CPUs did during its probe (#32 item 1), read from
+    # the kernel before and after it: shares of the time, and the load at its end.
+    for sample in run["samples"]:
+        found = sample["metadata"]["conditions"]
+        assert set(found) == {"cpu_busy", "cpu_iowait", "cpu_steal", "load1", "cpus"}, sample
+        assert 0 < found["cpu_busy"] <= 1 and 0 <= found["cpu_steal"] < 1, found
+        assert found["cpus"] == os.cpu_count()

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from board import clusters, diagnosis, links, score, stability_board
+from board import clusters, conditions, diagnosis, links, score, stability_board
 from board.models import LatestResult
 from board.ranking import (
     DEFAULT_METRIC,
@@ -147,7 +147,8 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     certificate = node.certificates.order_by("-issued_at").first()  # type: ignore[attr-defined]
     near = links.neighbourhood(node.pk, request.user)
     stable = stability_page.node_section(node)
-    findings = diagnosis.diagnose(values) + stability_page.findings(stable)
+    findings = (diagnosis.diagnose(values) + stability_page.findings(stable)
+                + conditions.findings(conditions.of_newest_run(node.pk, profile)))
     # Scored as the board scores it; unweighted (the default), its row reads "not measured"
     # with no figure beside it rather than a figure it does not count.
     measured = stability_board.scored(measured, stable["figures"])

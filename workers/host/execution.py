@@ -7,9 +7,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from benchmarks import runner
+from benchmarks import conditions, runner
 from benchmarks.parsers import ParseError
 from benchmarks.probes import PROBES, ProbeContext, ProbeError
 from benchmarks.probes.base import Cancelled, MeshNode, Peer, ReferenceSlots, no_barrier
@@ -190,10 +191,20 @@ def run_probes(spec: RunSpec, report: Any,
                 # Inside the try: a prepare() that fails half-way (a file written, a server
                 # started) is cleaned up like a run that fails.
                 probe.prepare()
-                samples += probe.run()
+                before = conditions.read()
+                found = probe.run()
             finally:
                 probe.cleanup()
+        # What else the host's CPUs did meanwhile, kept with each figure of the probe.
+        during = conditions.during(before)
+        samples += [with_conditions(s, during) for s in found]
     return samples
+
+
+def with_conditions(sample: Sample, during: dict[str, Any]) -> Sample:
+    if not during:
+        return sample
+    return replace(sample, metadata={**sample.metadata, "conditions": during})
 
 
 def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
