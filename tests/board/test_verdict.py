@@ -146,3 +146,14 @@ def test_the_compare_page_groups_by_area_says_where_each_wins_and_ends_with_the_
     box = html[verdict_at:]
     assert f'data-pick="node-{four["fast"].node.pk}"' in box
     assert 'data-reason="slow-link"' in box
+
+
+def test_without_a_pick_the_board_says_why_each_candidate_was_left_out(
+        buyer: Any, enrol_node: Any) -> None:
+    for name in ("cpu-1", "cpu-2"):  # hosts without a GPU: a GPU job has nothing to run on
+        measured(buyer, enrol_node(name), 9.4, extra=FIGURES | {"gpu.matmul_tflops_bf16": 0.03})
+    html = Client().get("/en/?evidence=any").content.decode()
+    box = html[html.index('id="verdict"'):html.index("</section>")]
+    assert "no candidate has the figures this job needs" in box
+    assert "2 candidates lack a figure this job needs." in box
+    assert box.count("no GPU enrolled or measured") == 2, box

@@ -139,13 +139,18 @@ def test_a_cpu_figure_is_marked_and_a_node_links_to_its_page(enrol_node: Any, bu
                                       "training.dataloader_samples_per_s": 1000.0,
                                       "storage.packedfile_read": 50_000.0})
     assert Node.objects.get(pk=solo.node.pk).gpu_model in ("", "none")
-    html = get("/en/estimate/?preset=resnet50&steps=1000")
+    # A GPU job has no GPU to run on here, whatever its matmul sample says of its device.
+    gpu_job = get("/en/estimate/?preset=resnet50&steps=1000")
+    assert ('<span translate="no">solo</span>: no GPU enrolled or measured'
+            in table(gpu_job, "skipped"))
+    # Asked for a CPU-only job, it is estimated on its CPU's figure, and marked.
+    html = get("/en/estimate/?preset=resnet50&steps=1000&cpu_only=1")
     row = re.search(rf'data-candidate="node-{solo.node.pk}">(.*?)</tr>', html, re.S)
     assert row and f'href="/en/nodes/{solo.node.pk}/"' in row.group(1)
     assert "CPU figure: no GPU on the host" in row.group(1)
     assert "buyer-measured" in row.group(1)  # a trial measured it: the rung it stands on
     assert "Not measured" not in row.group(1)  # loader and storage figures are on the board
-    assert "CPU 数据：该主机没有 GPU" in get("/zh-hans/estimate/?preset=resnet50&steps=1000")
+    assert "CPU 数据：该主机没有 GPU" in get("/zh-hans/estimate/?preset=resnet50&steps=1000&cpu_only=1")
 
 
 @pytest.mark.parametrize("query, english, chinese", [

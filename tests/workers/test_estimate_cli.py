@@ -192,7 +192,12 @@ def test_skipped_candidates_follow_the_ranked_ones_with_their_reason(
 def test_compute_on_a_cpu_is_marked(platform: dict[str, str], cluster: Any,
                                     hangzhou: Region) -> None:
     on_cpu = cluster("cpu", hangzhou, 10.0, gpu=None, tflops=1.5)  # no GPU on the hosts
-    done = benchctl("estimate", *JOB, "--clusters", str(on_cpu.pk), **platform)
+    # A GPU job has no GPU to run on there: skipped, saying so.
+    gpu_job = benchctl("estimate", *JOB, "--clusters", str(on_cpu.pk), **platform)
+    (skipped,) = tables(gpu_job.stdout)
+    assert "no GPU enrolled or measured" in skipped["rows"][0][-1], gpu_job.stdout
+    # A CPU-only job runs on the CPUs' figure, marked.
+    done = benchctl("estimate", *JOB, "--cpu-only", "--clusters", str(on_cpu.pk), **platform)
     (table,) = tables(done.stdout)
     assert table["rows"][0][8].startswith("compute is a CPU's figure; ")
 

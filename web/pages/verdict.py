@@ -14,6 +14,8 @@ from board import estimate, verdict
 from board.estimate import Workload
 from board.estimate_board import Selection
 
+MAX_UNKNOWN = 5  # named with the reason when nothing can be picked; the rest counted
+
 
 def default_job() -> Workload:
     return estimate.from_preset(verdict.DEFAULT_PRESET, steps=verdict.DEFAULT_STEPS,
@@ -25,14 +27,21 @@ def box(workload: Workload, selection: Selection, rank_by: str = "cost") -> dict
     return {"workload": found["workload"],
             "picks": [line(p) for p in found["picks"]],
             "avoid": [line(p) for p in found["avoid"]],
-            "unknown": len(found["unknown"]), "summary": found["summary"],
+            # Without a pick, why not: each candidate's missing figure, worded from its code.
+            "unknown": [{"name": c["name"], "href": href_of(c), "reason": c["skipped"]}
+                        for c in found["unknown"]][:MAX_UNKNOWN],
+            "unknown_count": len(found["unknown"]), "summary": found["summary"],
             "title": _("Where to rent for %(model)s on %(nodes)s node(s), %(steps)s steps") % {
                 "model": workload.name, "nodes": workload.nodes, "steps": f"{workload.steps:,}"}}
 
 
+def href_of(c: dict[str, Any]) -> str:
+    return reverse("node-page", args=[c["id"]]) if c["kind"] == "node" else ""
+
+
 def line(p: dict[str, Any]) -> dict[str, Any]:
     c = p["candidate"]
-    href = reverse("node-page", args=[c["id"]]) if c["kind"] == "node" else ""
+    href = href_of(c)
     name = c["name"]
     # The sentence opens with the candidate's name: the page links it.
     rest = p["text"][len(name):] if p["text"].startswith(name) else p["text"]
