@@ -55,25 +55,40 @@ class WorkloadSerializer(serializers.Serializer[Any]):
                 "give a preset, or params, train_flops_per_sample and global_batch")
         return data
 
-class EstimateRequestSerializer(serializers.Serializer[Any]):
+class CandidateFiltersSerializer(serializers.Serializer[Any]):
+    """Which of the board's candidates, and in what order: the estimate's and the verdict's."""
+
+    region = serializers.CharField(max_length=64, required=False, allow_blank=True,
+                                   help_text=("the board's candidates in this province or city "
+                                              "(an estimate: when no ids are given)"))
+    provider = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    gpu_model = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    max_price = serializers.IntegerField(min_value=0, max_value=10**9, required=False,
+                                         help_text="CNY a month for the whole candidate")
+    rank_by = serializers.ChoiceField(choices=estimate_board.RANK_BY, default="cost")
+    evidence = serializers.ChoiceField(choices=["verified", "measured", "any"], required=False,
+                                       help_text=("measured (default): figures the platform "
+                                                  "verified or a buyer's trial agent measured; "
+                                                  "any: the hosts' claims too"))
+
+    def filters(self) -> dict[str, Any]:
+        """The Selection's fields these give."""
+        d = self.validated_data
+        return {"region": d.get("region", ""), "provider": d.get("provider", ""),
+                "gpu_model": d.get("gpu_model", ""), "max_price": d.get("max_price"),
+                "evidence": d.get("evidence", "")}
+
+
+class EstimateRequestSerializer(CandidateFiltersSerializer):
+    """A buyer's job and its candidates: ids, or the board's filters."""
+
     workload = WorkloadSerializer()
     nodes = serializers.ListField(child=ids(), required=False,
                                   max_length=MAX_IDS, help_text="candidate node ids (one-node jobs)")
     clusters = serializers.ListField(child=ids(), required=False,
                                      max_length=MAX_IDS,
                                      help_text="candidate cluster ids (the cluster board's id)")
-    region = serializers.CharField(max_length=64, required=False, allow_blank=True,
-                                   help_text="without ids: the board's candidates here")
-    provider = serializers.CharField(max_length=128, required=False, allow_blank=True)
-    gpu_model = serializers.CharField(max_length=128, required=False, allow_blank=True)
-    max_price = serializers.IntegerField(min_value=0, max_value=10**9, required=False,
-                                         help_text="CNY a month for the whole candidate")
     profile = serializers.CharField(max_length=16, required=False, allow_blank=True)
-    rank_by = serializers.ChoiceField(choices=estimate_board.RANK_BY, default="cost")
-    evidence = serializers.ChoiceField(choices=["verified", "measured", "any"], required=False,
-                                       help_text=("measured (default): figures the platform "
-                                                  "verified or a buyer's trial agent measured; "
-                                                  "any: the hosts' claims too"))
 
     def build_workload(self) -> estimate.Workload:
         data = dict(self.validated_data["workload"])
@@ -89,10 +104,8 @@ class EstimateRequestSerializer(serializers.Serializer[Any]):
         d = self.validated_data
         return estimate_board.Selection(
             nodes=tuple(dict.fromkeys(d.get("nodes", []))),
-            clusters=tuple(dict.fromkeys(d.get("clusters", []))), region=d.get("region", ""),
-            provider=d.get("provider", ""), gpu_model=d.get("gpu_model", ""),
-            max_price=d.get("max_price"), profile=d.get("profile", ""),
-            evidence=d.get("evidence", ""))
+            clusters=tuple(dict.fromkeys(d.get("clusters", []))),
+            profile=d.get("profile", ""), **self.filters())
 
 
 class PartsSerializer(serializers.Serializer[Any]):

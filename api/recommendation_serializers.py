@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from api.estimate_serializers import (
+    CandidateFiltersSerializer,
     CandidateSerializer,
     EstimateSerializer,
     EstimateWorkloadEchoSerializer,
@@ -16,7 +17,9 @@ from board import estimate, estimate_board, verdict
 from board.stability import VERDICTS
 
 
-class RecommendationQuerySerializer(serializers.Serializer[Any]):
+class RecommendationQuerySerializer(CandidateFiltersSerializer):
+    """The job, by a preset, and the board's filters over its candidates."""
+
     preset = serializers.ChoiceField(choices=sorted(estimate.presets()),
                                      default=verdict.DEFAULT_PRESET,
                                      help_text="the model trained (board/data/workloads.yaml)")
@@ -26,13 +29,6 @@ class RecommendationQuerySerializer(serializers.Serializer[Any]):
                                                "multi-node data-parallel training)")
     gpus_per_node = serializers.IntegerField(min_value=1, max_value=64, default=1)
     cpu_only = serializers.BooleanField(default=False)
-    region = serializers.CharField(max_length=64, required=False, allow_blank=True)
-    provider = serializers.CharField(max_length=128, required=False, allow_blank=True)
-    gpu_model = serializers.CharField(max_length=128, required=False, allow_blank=True)
-    max_price = serializers.IntegerField(min_value=0, max_value=10**9, required=False,
-                                         help_text="CNY a month for all the job's nodes")
-    rank_by = serializers.ChoiceField(choices=estimate_board.RANK_BY, default="cost")
-    evidence = serializers.ChoiceField(choices=["verified", "measured", "any"], required=False)
 
     def workload(self) -> estimate.Workload:
         d = self.validated_data
@@ -40,11 +36,7 @@ class RecommendationQuerySerializer(serializers.Serializer[Any]):
                                     gpus_per_node=d["gpus_per_node"], cpu_only=d["cpu_only"])
 
     def selection(self) -> estimate_board.Selection:
-        d = self.validated_data
-        return estimate_board.Selection(region=d.get("region", ""), provider=d.get("provider", ""),
-                                        gpu_model=d.get("gpu_model", ""),
-                                        max_price=d.get("max_price"),
-                                        evidence=d.get("evidence", ""))
+        return estimate_board.Selection(**self.filters())
 
 
 class CodeSerializer(serializers.Serializer[Any]):

@@ -13,9 +13,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from django.utils.translation import get_language, gettext_noop
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from board import rules
 from board.diagnosis import Finding
 from board.models import LatestResult
 from contract import rules as bounds
@@ -27,7 +28,7 @@ TESTS = {"network": gettext_noop("network test"), "storage": gettext_noop("stora
 
 
 @lru_cache(maxsize=1)
-def rules() -> dict[str, bounds.Bound]:
+def bound_rules() -> dict[str, bounds.Bound]:
     return bounds.load_bounds(RULES_FILE)
 
 
@@ -50,7 +51,7 @@ def of_newest_run(node_id: int, profile: str) -> dict[str, dict[str, Any]]:
 
 def findings(conditions: dict[str, dict[str, Any]]) -> list[Finding]:
     """The probe with the most CPU stolen, when it is past the bound."""
-    rule = rules()["steal"]
+    rule = bound_rules()["steal"]
     stolen = {family: c["cpu_steal"] for family, c in conditions.items()
               if isinstance(c.get("cpu_steal"), (int, float))}
     if not stolen:
@@ -65,4 +66,4 @@ def findings(conditions: dict[str, dict[str, Any]]) -> list[Finding]:
         _("the hypervisor ran other tenants on this node's CPUs: ask the provider for dedicated "
           "vCPUs, or rent bare metal; its figures vary with its neighbours"),
         "conditions.steal",
-        rule.why_zh if (get_language() or "").startswith("zh") else rule.why)]
+        rules.why(rule))]

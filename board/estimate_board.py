@@ -286,8 +286,8 @@ def gpu_compute(c: Candidate, workload: Workload, compute: list[float | None],
     for node, value in zip(c.nodes, compute, strict=True):
         # A GPU figure counts only from a node that enrolled a GPU: a host without one that
         # leaves "device: cpu" out of its matmul sample still has no GPU to run the job on.
-        claims_gpu = (node.get("gpu_model") or "none") != "none"
-        if value is not None and node["id"] not in stand_ins and claims_gpu:
+        if value is not None and node["id"] not in stand_ins and Node.is_gpu_model(
+                node.get("gpu_model")):
             out.append(value)
             continue
         model = gpu_models.lookup(node.get("gpu_model") or "")

@@ -9,7 +9,7 @@ import yaml
 from django.utils.translation import get_language
 
 from contract import rules
-from contract.rules import Rule
+from contract.rules import Bound, Rule
 
 RULES_FILE = Path(__file__).resolve().parent / "data" / "rules.yaml"
 # Not a metric: the worst hour's share of the best hour's median across the platform's
@@ -34,6 +34,6 @@ def score_core() -> frozenset[str]:
     return frozenset(name for name, spec in parts.items() if spec.get("core") is True)
 
 
-def why(rule: Rule) -> str:
-    """A rule's why in the request's language (the rule file holds both)."""
+def why(rule: Rule | Bound) -> str:
+    """A rule's or a bound's why in the request's language (its file holds both)."""
     return rule.why_zh if (get_language() or "").startswith("zh") else rule.why

@@ -25,7 +25,7 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from django.conf import settings
-from django.utils.translation import get_language, gettext_noop
+from django.utils.translation import gettext_noop
 
 from board import rules
 from board.rules import STABILITY
@@ -97,9 +97,7 @@ def default_weights() -> dict[str, float]:
 def weight_why(name: str) -> str:
     """Why a part weighs what it does, in the request's language."""
     found = weight_rules().get(name)
-    if found is None:
-        return ""
-    return found.why_zh if (get_language() or "").startswith("zh") else found.why
+    return rules.why(found) if found is not None else ""
 
 
 def weights() -> dict[str, float]:

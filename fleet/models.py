@@ -170,7 +170,12 @@ class Node(models.Model):
     @property
     def claims_gpu(self) -> bool:
         """Whether the host enrolled an NVIDIA GPU ("none" when its inventory had none)."""
-        return self.gpu_model not in ("", "none")
+        return Node.is_gpu_model(self.gpu_model)
+
+    @staticmethod
+    def is_gpu_model(model: str | None) -> bool:
+        """A GPU model as enrolled, not the marks of none ("" before models were recorded)."""
+        return (model or "") not in ("", "none")
 
     @staticmethod
     def gpu_model_of(inventory: dict[str, object]) -> str:

@@ -200,6 +200,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def job_hardware(p: argparse.ArgumentParser) -> None:
+    """What the job runs on, alike for estimate and recommend."""
+    p.add_argument("--gpus-per-node", type=int, metavar="N",
+                   help=_("GPUs the job uses on each node (default: 1)"))
+    p.add_argument("--cpu-only", action="store_true",
+                   help=_("the job runs on CPUs: estimate it on the nodes' CPU figures (a GPU "
+                          "job never takes them)"))
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def client_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--url", help=_("platform URL (or BENCH_URL, or the client config file)"))
@@ -256,8 +265,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     est.add_argument("--nodes", type=int, default=1, metavar="N",
                      help=_("how many nodes the job runs on (default: %(default)s); candidate "
                             "node ids go in --candidate-nodes"))
-    est.add_argument("--gpus-per-node", type=int, metavar="N",
-                     help=_("GPUs the job uses on each node (default: 1)"))
+    job_hardware(est)
     est.add_argument("--accumulation", type=int, metavar="N",
                      help=_("micro-steps per optimizer step (default: 1)"))
     est.add_argument("--small-files", action="store_true",
@@ -265,9 +273,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     est.add_argument("--checkpoint-gb", type=float, metavar="GB", help=_("size of one checkpoint"))
     est.add_argument("--checkpoint-every", type=int, metavar="STEPS",
                      help=_("steps between two checkpoints"))
-    est.add_argument("--cpu-only", action="store_true",
-                     help=_("the job runs on CPUs: estimate it on the nodes' CPU figures (a GPU "
-                            "job never takes them)"))
     # The API's own choices (it checks them again); here for --help and an early error.
     est.add_argument("--precision", choices=["bf16", "fp16", "fp32"],
                      help=_("which measured matmul figure to use (default: the preset's, else "
@@ -295,11 +300,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help=_("optimizer steps of the job (default: 10,000)"))
     rec.add_argument("--nodes", type=int, metavar="N",
                      help=_("how many nodes the job runs on (default: 2)"))
-    rec.add_argument("--gpus-per-node", type=int, metavar="N",
-                     help=_("GPUs the job uses on each node (default: 1)"))
-    rec.add_argument("--cpu-only", action="store_true",
-                     help=_("the job runs on CPUs: estimate it on the nodes' CPU figures (a GPU "
-                            "job never takes them)"))
+    job_hardware(rec)
     rec.add_argument("--region", help=_("candidates in this province or city"))
     rec.add_argument("--provider", help=_("this provider's candidates"))
     rec.add_argument("--gpu-model", help=_("candidates with this GPU model"))
