@@ -17,6 +17,9 @@ from lab import procs
 
 pytestmark = pytest.mark.slow
 PROVIDER = "West Lake DC"
+# A generous wait: the suite runs this beside the demo on two cores, and each gunicorn worker's
+# first request imports the URL conf and every view; what is asserted is the status, not speed.
+WAIT = 60
 
 
 @pytest.fixture
@@ -42,7 +45,7 @@ def platform_on_private_db(tmp_path: Path, private_redis: Any) -> Iterator[dict[
 
 def _status(url: str, headers: dict[str, str] | None = None) -> int:
     try:
-        return requests.get(url, headers=headers, timeout=10).status_code
+        return requests.get(url, headers=headers, timeout=WAIT).status_code
     except requests.RequestException:
         return 0
 
@@ -53,26 +56,26 @@ def test_requests_get_503_while_the_database_is_down_and_service_resumes(
     owner = {"Authorization": f"Token {seed['providers'][PROVIDER]['token']}"}
     buyer = {"Authorization": f"Token {seed['buyer_token']}"}
     token = requests.post(f"{url}/api/v1/providers/{seed['providers'][PROVIDER]['id']}"
-                          "/enrolment-tokens", headers=owner, timeout=10,
+                          "/enrolment-tokens", headers=owner, timeout=WAIT,
                           json={"region": "hangzhou", "node_name": "hz-1"}).json()["token"]
     node_id = requests.post(f"{url}/api/v1/enrol", json={"token": token},
-                            timeout=10).json()["node_id"]
+                            timeout=WAIT).json()["node_id"]
     body = {"nodes": [node_id], "suite": "noop"}
     assert requests.post(f"{url}/api/v1/benchmarks", headers=buyer, json=body,
-                         timeout=10).status_code == 202
+                         timeout=WAIT).status_code == 202
 
     pg.stop()
     for method, path in (("get", "/api/v1/benchmarks"), ("post", "/api/v1/benchmarks"),
                          ("get", "/api/v1/health"), ("get", "/")):
-        response = requests.request(method, f"{url}{path}", headers=buyer, json=body, timeout=30)
+        response = requests.request(method, f"{url}{path}", headers=buyer, json=body, timeout=WAIT)
         assert response.status_code == 503, (path, response.text[:300])
         assert "database is unavailable" in response.json()["detail"]
         assert "Traceback" not in response.text
 
     pg.start()
-    jobs = requests.get(f"{url}/api/v1/benchmarks", headers=buyer, timeout=30)
+    jobs = requests.get(f"{url}/api/v1/benchmarks", headers=buyer, timeout=WAIT)
     assert jobs.status_code == 200
     assert len(jobs.json()["results"]) == 1  # the POST made during the outage left nothing behind
     assert [len(j["runs"]) for j in jobs.json()["results"]] == [1]
     assert platform_on_private_db["web"].alive()
-    assert requests.get(f"{url}/api/v1/health", timeout=10).json()["status"] == "ok"
+    assert requests.get(f"{url}/api/v1/health", timeout=WAIT).json()["status"] == "ok"
