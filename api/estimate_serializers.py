@@ -139,6 +139,18 @@ class EstimateSerializer(serializers.Serializer[Any]):
     what_ifs = WhatIfSerializer(many=True)
 
 
+class AtHoursSerializer(EstimateSerializer):
+    hours_of_day = serializers.ListField(child=serializers.IntegerField())
+    link_share = serializers.FloatField(help_text=(
+        "the link at those hours against its typical hour (the median of its hourly medians "
+        "over the platform's re-tests; the slowest node's, for several)"))
+
+
+class ByHourSerializer(serializers.Serializer[Any]):
+    worst = AtHoursSerializer(required=False, help_text="the job at its links' worst hours")
+    best = AtHoursSerializer(required=False, help_text="the job at its links' best hours")
+
+
 class CandidateSerializer(serializers.Serializer[Any]):
     rank = serializers.IntegerField(allow_null=True, help_text="null: skipped")
     kind = serializers.CharField(help_text="node or cluster")
@@ -156,6 +168,9 @@ class CandidateSerializer(serializers.Serializer[Any]):
     modelled = serializers.BooleanField(help_text=(
         "its gradient sync is modelled on the node's own measured link: no N of its nodes "
         "were measured together"))
+    by_hour = ByHourSerializer(help_text=(
+        "a multi-node job at the worst and the best hours of the day of its links, from the "
+        "platform's re-tests; empty for a one-node job or nodes never re-tested across the day"))
     sources = serializers.DictField(child=serializers.CharField(),
                                     help_text="each figure used and the record it came from")
     evidence = serializers.CharField(help_text=(

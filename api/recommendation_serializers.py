@@ -8,9 +8,9 @@ from typing import Any
 from rest_framework import serializers
 
 from api.estimate_serializers import (
+    AtHoursSerializer,
     CandidateFiltersSerializer,
     CandidateSerializer,
-    EstimateSerializer,
     EstimateWorkloadEchoSerializer,
 )
 from board import estimate, estimate_board, verdict
@@ -44,13 +44,6 @@ class CodeSerializer(serializers.Serializer[Any]):
     values = serializers.DictField()
 
 
-class WorstHourSerializer(EstimateSerializer):
-    hours_of_day = serializers.ListField(child=serializers.IntegerField())
-    link_share = serializers.FloatField(help_text=(
-        "the link's figure at those hours against the board's (the re-tests' worst hour "
-        "against their best)"))
-
-
 class PickSerializer(serializers.Serializer[Any]):
     candidate = CandidateSerializer()
     evidence = serializers.CharField(help_text="the lowest rung its figures stand on")
@@ -58,7 +51,7 @@ class PickSerializer(serializers.Serializer[Any]):
         choices=VERDICTS,
         help_text="its bandwidth over the day, from the platform's re-tests (its worst node)")
     worst_hours = serializers.ListField(child=serializers.IntegerField())
-    worst = WorstHourSerializer(allow_null=True, help_text=(
+    worst = AtHoursSerializer(allow_null=True, help_text=(
         "the job at its worst hours, when they make it slower: what the verdict ranks on"))
     checks = CodeSerializer(many=True, help_text=(
         "what to check before renting, as codes (contract/outcomes.py CHECKS)"))

@@ -18,11 +18,13 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from board import clusters, estimate
+from board import clusters, estimate, hours, stability_board
 from board.estimate import Estimate, Measured, Workload
+from board.hours import AtHours
 from board.latest import lowest
 from board.models import ClusterResult, LatestResult
 from board.ranking import Filters, evidence_class, filtered, profile_for
+from board.stability import Stability
 from config.errors import Invalid
 from contract import gpu_models, outcomes
 from contract.numbers import number
@@ -73,6 +75,11 @@ class Candidate:
     copies: int = 1
     modelled: bool = False
     figures: Measured | None = None  # what its estimate stands on (the verdict re-times it)
+    # Its nodes' links over the day (the re-tests'), and a multi-node job at their worst
+    # and best hours of the day (board.hours).
+    days: list[Stability] = field(default_factory=list)
+    links: dict[int, float] = field(default_factory=dict)  # node -> its board MODELLED_LINK
+    by_hour: dict[str, AtHours] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,7 @@ def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> lis
                 c.estimate = estimate.estimate(workload, c.figures)
             except estimate.Unestimable as exc:
                 c.skipped = exc.skipped
+    timed_by_hour(workload, [c for c in found if c.estimate is not None])
 
     def key(c: Candidate) -> tuple[Any, ...]:
         e = c.estimate
@@ -124,6 +132,18 @@ def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> lis
     for i, c in enumerate(found, start=1):
         c.rank = i if c.estimate is not None else 0
     return found
+
+
+def timed_by_hour(workload: Workload, found: list[Candidate]) -> None:
+    """Each candidate's link over the day from the platform's re-tests of its nodes (one
+    query for them all), and a multi-node job at its links' worst and best hours."""
+    if not found:
+        return
+    days = stability_board.figures({n["id"] for c in found for n in c.nodes}, [MODELLED_LINK])
+    for c in found:
+        c.days = [days[n["id"]][MODELLED_LINK] for n in c.nodes]
+        c.by_hour = hours.at_hours(workload, c.figures, [
+            (s, c.links.get(n["id"])) for s, n in zip(c.days, c.nodes, strict=True)])
 
 
 # --- which candidates ----------------------------------------------------------------------
@@ -259,6 +279,7 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
         raise estimate.Unestimable(Skipped(code, {"metric": matmul, "profile": profile,
                                                   "names": lacking}))
     used += [values[pk][matmul][1] for pk in ids if pk in values and matmul in values[pk]]
+    c.links = {pk: v for pk in ids if (v := figure(pk, MODELLED_LINK))}
     c.sources.setdefault("tflops", f"board value of {matmul}, {profile} profile")
     figures: dict[str, Any] = {}
     for name, metric in NODE_FIGURES.items():
@@ -387,11 +408,16 @@ def estimate_data(e: Estimate) -> dict[str, Any]:
     return data | {"summary": outcomes.summary(data, number, _)}
 
 
+def at_hours_data(a: AtHours) -> dict[str, Any]:
+    return {"hours_of_day": a.hours_of_day, "link_share": a.share} | estimate_data(a.estimate)
+
+
 def candidate_data(c: Candidate) -> dict[str, Any]:
     return {"rank": c.rank or None, "kind": c.kind, "id": c.id, "name": c.name,
             "provider": c.provider, "region": c.region, "nodes": c.nodes,
             "price_cny_month": c.price_cny_month, "profile": c.profile, "on_cpu": c.on_cpu,
             "copies": c.copies, "modelled": c.modelled,
+            "by_hour": {k: at_hours_data(a) for k, a in c.by_hour.items()},
             "sources": c.sources, "evidence": c.evidence,
             "estimate": estimate_data(c.estimate) if c.estimate else None,
             "skipped": c.skipped.words(_) if c.skipped else "",

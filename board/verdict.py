@@ -28,10 +28,11 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from board import estimate, estimate_board, stability_board
+from board import estimate_board, hours
 from board.estimate import Estimate, Workload
-from board.estimate_board import DATASHEET, MODELLED_LINK, Candidate, Selection
-from board.stability import NOT_ENOUGH, STABLE, VARIES_BY_HOUR, Stability
+from board.estimate_board import DATASHEET, Candidate, Selection
+from board.hours import AtHours
+from board.stability import NOT_ENOUGH, STABLE, VARIES_BY_HOUR
 from contract import outcomes
 from contract import rules as bounds
 from contract.numbers import number
@@ -48,20 +49,11 @@ def rules() -> dict[str, float]:
 
 
 @dataclass
-class Worst:
-    """The job at the candidate's worst hours of the day."""
-
-    hours_of_day: list[int]
-    ratio: float  # the link's share at those hours against the board's figure
-    estimate: Estimate
-
-
-@dataclass
 class Pick:
     candidate: Candidate
     stability: str  # board.stability's verdict: the worst among its nodes
     worst_hours: list[int] = field(default_factory=list)
-    worst: Worst | None = None  # set when the worst hours make the job slower
+    worst: AtHours | None = None  # set when the worst hours make the job slower
     checks: list[dict[str, Any]] = field(default_factory=list)  # {code, values}
     reason: dict[str, Any] | None = None  # why to avoid it: {code, values}
 
@@ -83,11 +75,7 @@ class Verdict:
 
 def recommend(workload: Workload, selection: Selection, rank_by: str = "cost") -> Verdict:
     found = estimate_board.rank(workload, replace(selection, offers=True), rank_by)
-    timed = [c for c in found if c.estimate is not None]
-    stabilities = stability_board.figures({n["id"] for c in timed for n in c.nodes},
-                                          [MODELLED_LINK])
-    picks = [judged(c, workload, [stabilities[n["id"]][MODELLED_LINK] for n in c.nodes])
-             for c in timed]
+    picks = [judged(c) for c in found if c.estimate is not None]
     picks.sort(key=lambda p: order(p, rank_by))
     limits = rules()
     best = next((p for p in picks if not slow_link(p, limits)), None)
@@ -111,10 +99,10 @@ def order(p: Pick, rank_by: str) -> tuple[Any, ...]:
     return (0 if rank_by == "time" else 1, e.hours, known, p.candidate.name)
 
 
-def judged(c: Candidate, workload: Workload, stabilities: list[Stability]) -> Pick:
+def judged(c: Candidate) -> Pick:
     """The candidate with its stability, its worst hours and what to check first."""
-    known = [s for s in stabilities if s.verdict != NOT_ENOUGH]
-    if len(known) < len(stabilities) and not any(s.verdict != STABLE for s in known):
+    known = [s for s in c.days if s.verdict != NOT_ENOUGH]
+    if len(known) < len(c.days) and not any(s.verdict != STABLE for s in known):
         verdict = NOT_ENOUGH  # a node never re-tested could be the slow one
     else:
         verdict = min(known, key=lambda s: s.hour_ratio or 1.0).verdict if known else NOT_ENOUGH
@@ -122,14 +110,9 @@ def judged(c: Candidate, workload: Workload, stabilities: list[Stability]) -> Pi
                    default=None)
     p = Pick(c, verdict, list(worst_of.worst_hours) if worst_of and verdict == VARIES_BY_HOUR
              else [])
-    m = c.figures
     # Only a node slower at some hours of the day has worst hours a job meets every day.
-    if (verdict == VARIES_BY_HOUR and worst_of and worst_of.hour_ratio and workload.nodes > 1
-            and m is not None and m.busbw_curve):
-        ratio = worst_of.hour_ratio
-        slower = replace(m, busbw_curve=[(s, b * ratio) for s, b in m.busbw_curve],
-                         link_gbps=m.link_gbps * ratio if m.link_gbps else None)
-        p.worst = Worst(list(worst_of.worst_hours), ratio, estimate.estimate(workload, slower))
+    if verdict == VARIES_BY_HOUR and hours.WORST in c.by_hour:
+        p.worst = c.by_hour[hours.WORST]
     p.checks = checks(p)
     return p
 
@@ -159,7 +142,7 @@ def slow_link(p: Pick, limits: dict[str, float]) -> dict[str, Any] | None:
     share = e.shares.get("sync", 0.0)
     if share < limits["slow_link_share"] or m is None or not m.link_gbps:
         return None
-    gbps = m.link_gbps * (p.worst.ratio if p.worst else 1.0)
+    gbps = m.link_gbps * (p.worst.share if p.worst else 1.0)
     return {"code": "slow-link", "values": {"gbps": round(gbps, 3), "share": round(share, 3)}}
 
 
@@ -183,8 +166,7 @@ def worse(p: Pick, best: Pick, rank_by: str, limits: dict[str, float]) -> dict[s
 # --- as data, worded in the request's language ---------------------------------------------
 
 def pick_data(p: Pick) -> dict[str, Any]:
-    worst = ({"hours_of_day": p.worst.hours_of_day, "link_share": p.worst.ratio}
-             | estimate_board.estimate_data(p.worst.estimate) if p.worst else None)
+    worst = estimate_board.at_hours_data(p.worst) if p.worst else None
     data: dict[str, Any] = {
         "candidate": estimate_board.candidate_data(p.candidate), "evidence": p.candidate.evidence,
         "stability": p.stability, "worst_hours": p.worst_hours, "worst": worst,

@@ -81,6 +81,20 @@ def what_if(name: str, gettext: Gettext = _same) -> str:
     return gettext(WHAT_IFS[name]) if name in WHAT_IFS else name
 
 
+def by_hour(c: Mapping[str, Any], number: Callable[[float], str],
+            gettext: Gettext = _same) -> str:
+    """A multi-node job's hours at its links' worst and best hours of the day ("" when the
+    answer has none: one node, or nodes never re-tested across the day). ``c`` is a
+    candidate as the API gives it."""
+    ends = c.get("by_hour") or {}
+    if "worst" not in ends or "best" not in ends:
+        return ""
+    worst, best = ends["worst"], ends["best"]
+    return gettext(BY_HOUR).format(
+        worst_hours=number(worst["hours"]), worst=hour_spans(worst["hours_of_day"]),
+        best_hours=number(best["hours"]), best=hour_spans(best["hours_of_day"]))
+
+
 def summary(e: Mapping[str, Any], number: Callable[[float], str],
             gettext: Gettext = _same) -> str:
     """The bottleneck in a sentence, with the what-if that shortens the job most:
@@ -107,6 +121,8 @@ PICK = gettext_noop("{name} ({provider}, {region}): {hours} h and {cost} CNY for
                     "{step} s a step")
 PICK_NO_PRICE = gettext_noop("{name} ({provider}, {region}): {hours} h for the job, {step} s "
                              "a step, no price stated")
+BY_HOUR = gettext_noop("{worst_hours} h at its links' worst hours ({worst}), {best_hours} h at "
+                       "their best ({best})")
 AT_WORST_HOURS = gettext_noop("at its worst hours ({hours_of_day}) {hours} h, {summary}")
 EVIDENCE: dict[str, str] = {
     "platform-verified": gettext_noop("figures verified by the platform"),

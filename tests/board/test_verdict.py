@@ -83,6 +83,35 @@ def test_a_two_node_job_ranks_on_the_worst_hour_and_avoids_the_slow_link(
     assert fast["text"] == outcomes.pick_sentence(fast, number)
 
 
+def test_a_multi_node_job_states_its_hours_at_the_worst_and_at_the_best_hour(
+        four: dict[str, Enrolled], buyer: Any) -> None:
+    """#32 item 6: each link's re-tests against its board figure, hour by hour."""
+    body = buyer.client().get(URL, HTTP_ACCEPT_LANGUAGE="en").json()
+    by_name = {p["candidate"]["name"]: p["candidate"] for p in body["picks"] + body["avoid"]}
+    shared = by_name["shared"]
+    worst, best = shared["by_hour"]["worst"], shared["by_hour"]["best"]
+    assert worst["hours_of_day"] == [20, 21, 22] and best["hours_of_day"] == [3, 9, 14]
+    assert worst["link_share"] == pytest.approx(3.0 / 9.4)
+    assert best["link_share"] == pytest.approx(1.0)
+    # By day it runs as the board's figure says; in the evening its sync takes longer.
+    assert best["hours"] == pytest.approx(shared["estimate"]["hours"])
+    assert worst["hours"] > 1.2 * best["hours"]
+    assert worst["parts_s"]["sync"] > best["parts_s"]["sync"]
+    # The steady node barely moves; the node never re-tested states nothing.
+    steady = by_name["steady"]["by_hour"]
+    assert steady["worst"]["hours_of_day"] == [14, 20]
+    assert steady["worst"]["hours"] == pytest.approx(steady["best"]["hours"], rel=0.02)
+    assert by_name["fast"]["by_hour"] == {}
+    # Worded for the estimate page and benchctl from the answer's figures.
+    words = outcomes.by_hour(shared, number)
+    assert words.startswith(f"{number(worst['hours'])} h at its links' worst hours (20:00-23:00), "
+                            f"{number(best['hours'])} h at their best ("), words
+    assert outcomes.by_hour(by_name["fast"], number) == ""
+    # A one-node job has no link in its step: the same at every hour.
+    one = buyer.client().get(URL + "&nodes=1").json()
+    assert all(p["candidate"]["by_hour"] == {} for p in one["picks"] + one["avoid"])
+
+
 def test_the_verdict_speaks_chinese(four: dict[str, Enrolled], buyer: Any) -> None:
     body = buyer.client().get(URL, HTTP_ACCEPT_LANGUAGE="zh-hans").json()
     (slow,) = [p for p in body["avoid"] if p["candidate"]["name"] == "slow"]

@@ -229,6 +229,7 @@ class Row:
     cost_value: float | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
     summary: str = ""
+    by_hour: str = ""  # a multi-node job at its links' worst and best hours of the day
     unmeasured: str = ""  # the parts without a figure, in a sentence
     what_ifs: list[str] = field(default_factory=list)
     skipped: SafeString | str = ""
@@ -262,6 +263,9 @@ def row(c: Candidate, places: Mapping[str, Region], names: Mapping[int, str]) ->
     out.evidence = c.evidence
     out.parts = parts(e)
     out.summary = estimate_board.estimate_data(e)["summary"]
+    out.by_hour = outcomes.by_hour({"by_hour": {k: {"hours": a.estimate.hours,
+                                                    "hours_of_day": a.hours_of_day}
+                                                for k, a in c.by_hour.items()}}, charts.number, _)
     if e.unmeasured:
         out.unmeasured = _("Not measured, counted as 0: %(parts)s") % {
             "parts": listing([str(PART_WORDS[p]) for p in e.unmeasured])}

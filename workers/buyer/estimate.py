@@ -144,4 +144,7 @@ def notes(c: dict[str, Any]) -> str:
             _(outcomes.PARTS.get(p, p)) for p in c["estimate"]["unmeasured"])))
     if c["estimate"]["cost_cny"] is None:
         found.append(_("no price"))
+    hours = outcomes.by_hour(c, display.number, _)
+    if hours:
+        found.append(hours)
     return _("; ").join(found)
