@@ -33,6 +33,10 @@ def is_loopback(host: str) -> bool:
 BOUNDS = rules.load_bounds(Path(__file__).resolve().parents[1] / "data" / "consistency.yaml")
 LINK_SLACK = BOUNDS["link_slack"].value
 BUSBW_SLACK = BOUNDS["busbw_slack"].value
+BUSBW_BURST_S = BOUNDS["busbw_burst_s"].value
+BUSBW_SAMPLES = ("training.allreduce_busbw", "training.allreduce_busbw_largest")
+BUSBW_BURST_CAP = BOUNDS["busbw_burst_cap"].value
+MIB = 2**20
 LITTLE_HIGH, LITTLE_LOW = BOUNDS["little_high"].value, BOUNDS["little_low"].value
 STEP_SLACK = BOUNDS["step_slack"].value
 COMM_SHARE_TOLERANCE = BOUNDS["comm_share_tolerance"].value
@@ -180,8 +184,9 @@ def within_nic_rate(f: Facts) -> Violation | None:
 
 
 def busbw_within_link(f: Facts) -> Violation | None:
-    """All-reduce bus bandwidth cannot beat the slowest link this node measured in the job;
-    on one node, the enrolled model's own interconnect (single_node_busbw_limit)."""
+    """All-reduce bus bandwidth cannot beat the slowest link this node measured in the job,
+    but for the burst a link carries at a message's start (burst_allowance); on one node,
+    the enrolled model's own interconnect (single_node_busbw_limit)."""
     busbw = f.value("training.allreduce_busbw")
     links = [s["value"] for s in f.samples if s["metric"] == "network.internode_throughput"]
     if busbw is None:
@@ -193,12 +198,30 @@ def busbw_within_link(f: Facts) -> Violation | None:
                 f"all-reduce busbw {busbw:g} GB/s on one node is more than {what} allows "
                 f"({limit:.4g} GB/s)"))
         return None
-    limit = min(links) / 8 * BUSBW_SLACK
-    if busbw > limit:
-        return Violation("busbw_within_link", (
-            f"all-reduce busbw {busbw:g} GB/s is more than the slowest link's {min(links):g} "
-            f"Gbit/s ({min(links) / 8:.4g} GB/s) allows"))
+    link = min(links) / 8
+    for sample in (s for s in f.samples if s["metric"] in BUSBW_SAMPLES):
+        allowed = burst_allowance(sample, link)
+        if sample["value"] > link * BUSBW_SLACK * allowed:
+            at = f" at {sample['metadata']['size_mib']:g} MiB" if allowed > 1 else ""
+            return Violation("busbw_within_link", (
+                f"all-reduce busbw {sample['value']:g} GB/s{at} is more than the slowest link's "
+                f"{min(links):g} Gbit/s ({link:.4g} GB/s) allows"))
     return None
+
+
+def burst_allowance(sample: dict[str, Any], link_gbs: float) -> float:
+    """How much faster than the link's sustained rate a message of the sample's size may
+    cross it: V bytes through a link that carries a burst of B beyond its rate take at least
+    (V - B) / rate. 1 without the size and the busbw factor; at most BUSBW_BURST_CAP, so that a
+    host's claimed size cannot open the bound wide."""
+    meta = sample.get("metadata") or {}
+    size, factor = meta.get("size_mib"), meta.get("busbw_factor")
+    if not (isinstance(size, (int, float)) and isinstance(factor, (int, float))
+            and size > 0 and factor > 0 and link_gbs > 0):
+        return 1.0
+    volume = size * MIB * factor / 1e9  # GB through each link, as busbw counts
+    burst = link_gbs * BUSBW_BURST_S
+    return min(BUSBW_BURST_CAP, volume / (volume - burst)) if volume > burst else BUSBW_BURST_CAP
 
 
 def single_node_busbw_limit(f: Facts) -> tuple[float | None, str]:
