@@ -314,6 +314,12 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
     runs = serializers.IntegerField(help_text="ranked runs the value is the median of")
     run_min = serializers.FloatField(allow_null=True, help_text="lowest of those runs")
     run_max = serializers.FloatField(allow_null=True, help_text="highest of those runs")
+    runs_apart = serializers.IntegerField(help_text=(
+        "of the newest runs, those kept out of the value: the platform ran them beside other "
+        "runs on the same machine (the node's enrolled machine-id), and some were measured alone"))
+    shared = serializers.BooleanField(help_text=(
+        "the value comes from runs measured beside others on the same machine: none was "
+        "measured alone"))
     evidence = serializers.ChoiceField(
         choices=list(Sample.LADDER), help_text="the evidence ladder, best first: the platform's "
         "reference recorded it, a buyer's trial agent measured it, the host reports it")
@@ -352,6 +358,7 @@ def entry_data(entry: Any, node: Any) -> dict[str, Any]:
         "unit": row.unit, "n": row.n, "p5": row.p5, "p95": row.p95, "within_p5": row.within_p5,
         "within_p95": row.within_p95, "measured_at": row.measured_at,
         "stale": entry.stale, "runs": row.runs, "run_min": row.run_min, "run_max": row.run_max,
+        "runs_apart": row.runs_apart, "shared": row.shared,
         "evidence": evidence_label(row), "evidence_source": row.evidence_source,
         "requested_by": row.requested_by, "score": entry.score.as_dict(),
         "price_per_score": entry.price_per_score, "price_per_throughput": entry.price_per_throughput,

@@ -9,6 +9,9 @@ steering it:
 - runs its own provider asked for never replace figures from a buyer's or the platform's
   runs: they count only while the window has no other run of that metric;
 - of the platform's runs (certification, re-tests), one a day counts;
+- runs the platform ran beside others on the same machine (board.beside) are kept apart
+  from runs measured alone: the value is the median of the alone ones, and of the shared
+  ones, said to be, only where none was measured alone;
 - each value is kept three times: from platform-verified figures only; from those and the
   buyer-measured ones (a buyer's trial agent on the node: the default board); from every
   figure, host-reported too.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -27,6 +30,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from board import beside
 from board.models import LatestResult
 from contract import metrics
 from contract.sample import percentile
@@ -124,8 +128,19 @@ def is_stand_in(metric: str, figures: list[RunFigure]) -> bool:
     return metric.startswith(f"{metrics.GPU_FAMILY}.") and any(f.device == "cpu" for f in figures)
 
 
+def pooled(figures: list[RunFigure], shared: set[int], k: int) -> tuple[list[RunFigure], int]:
+    """The runs a board value is the median of, and how many were kept apart: of the
+    eligible runs, those measured alone; all of them when none was (the row says so)."""
+    alone = [f for f in figures if f.run_id not in shared]
+    newest = eligible(figures, k)
+    if not alone:
+        return newest, 0
+    return eligible(alone, k), sum(1 for f in newest if f.run_id in shared)
+
+
 def board_row(node_id: int, metric: str, profile: str, evidence: str,
-              figures: list[RunFigure]) -> LatestResult:
+              figures: list[RunFigure], shared: Collection[int] = frozenset(),
+              apart: int = 0) -> LatestResult:
     latest = figures[0]
     values = [f.value for f in figures]
     value, p5, p95 = spread(values)
@@ -136,6 +151,7 @@ def board_row(node_id: int, metric: str, profile: str, evidence: str,
         runs=len(figures), run_min=min(values), run_max=max(values),
         verified=all(f.verified for f in figures), grade=lowest([f.grade for f in figures]),
         stand_in=is_stand_in(metric, figures),
+        shared=all(f.run_id in shared for f in figures), runs_apart=apart,
         evidence_source=next((f.source for f in figures if f.source), ""),
         requested_by=",".join(sorted({f.requested_by for f in figures})))
 
@@ -151,20 +167,22 @@ def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
         metric__in=names)
         .order_by("-run__finished_at", "-run_id")
         .values("metric", "value", "unit", "n", "p5", "p95", "cv", "evidence", "evidence_source",
-                "run_id", "run__finished_at", "run__requested_by", "run__job__node_count",
-                "metadata__device")
+                "run_id", "run__started_at", "run__finished_at", "run__requested_by",
+                "run__job__node_count", "metadata__device")
         # A node's row has only its own figures: not its links, not a cluster's training.
         if metrics.of_node(row["metric"], row["run__job__node_count"])]
+    shared = beside.shared(node_id, {(r["run_id"], r["run__started_at"], r["run__finished_at"])
+                                     for r in rows})
     out = []
     for evidence, kept in CLASSES.items():
         for metric, figures in run_figures(rows, kept).items():
-            chosen = eligible(figures, settings.LEADERBOARD_RUNS)
-            out.append(board_row(node_id, metric, profile, evidence, chosen))
+            chosen, apart = pooled(figures, shared, settings.LEADERBOARD_RUNS)
+            out.append(board_row(node_id, metric, profile, evidence, chosen, shared, apart))
     LatestResult.objects.bulk_create(
         out, update_conflicts=True, unique_fields=["node", "metric", "profile", "evidence"],
         update_fields=["value", "unit", "n", "p5", "p95", "within_p5", "within_p95", "cv", "run",
                        "measured_at", "runs", "run_min", "run_max", "verified", "grade",
-                       "evidence_source", "requested_by", "stand_in"])
+                       "evidence_source", "requested_by", "stand_in", "shared", "runs_apart"])
 
 
 def record_latest(run: Run, samples: Iterable[SampleRow]) -> None:

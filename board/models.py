@@ -43,6 +43,11 @@ class LatestResult(models.Model):
     # none it could use). Kept for CPU-only jobs and the node's page; never ranked, starred,
     # scored or taken as a GPU's by an estimate (#32).
     stand_in = models.BooleanField(default=False)
+    # Runs the platform ran beside others on the same machine (board.beside) stay out of a
+    # median of runs measured alone: ``runs_apart`` of the newest were kept apart, and
+    # ``shared`` marks a value only shared runs gave (none was measured alone).
+    shared = models.BooleanField(default=False)
+    runs_apart = models.PositiveIntegerField(default=0)
     run = models.ForeignKey("jobs.Run", on_delete=models.CASCADE, related_name="+")
     measured_at = models.DateTimeField()
 

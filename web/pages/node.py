@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from board import clusters, conditions, diagnosis, links, score, stability_board
 from board.models import LatestResult
@@ -42,8 +43,20 @@ def metric_rows(latest: QuerySet[LatestResult]) -> list[dict[str, Any]]:
              "spread": f"{figure(r.p5, r.metric)}–{figure(r.p95, r.metric)}" if r.p5 is not None else "",
              "within": f"{figure(r.within_p5, r.metric)}–{figure(r.within_p95, r.metric)}"
              if r.within_p5 is not None else "",
-             "runs": f"{figure(r.run_min, r.metric)}–{figure(r.run_max, r.metric)}"}
+             "runs": f"{figure(r.run_min, r.metric)}–{figure(r.run_max, r.metric)}",
+             "conditions": run_conditions(r)}
             for r in latest if r.metric in metrics.METRICS and not r.metric.startswith("noop.")]
+
+
+def run_conditions(r: LatestResult) -> str:
+    """How the runs it is made of were measured, where not all alone (board.beside)."""
+    if r.shared:
+        return _("measured beside other runs on its machine: none alone")
+    if r.runs_apart:
+        return ngettext("%(count)d run measured beside others on its machine left out",
+                        "%(count)d runs measured beside others on its machine left out",
+                        r.runs_apart) % {"count": r.runs_apart}
+    return ""
 
 
 def histories(node: Node, viewer: Any = None) -> list[dict[str, Any]]:
@@ -91,11 +104,14 @@ def inventory(inv: Any) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     gpu: dict[str, Any] = inv["gpu"] if isinstance(inv.get("gpu"), dict) else {}
     devices = [d for d in gpu.get("devices", []) if isinstance(d, dict)] if gpu.get("available") else []
-    if devices:
-        models: dict[str, int] = {}
-        for d in devices:
-            models[str(d.get("name"))] = models.get(str(d.get("name")), 0) + 1
-        rows.append((_("GPUs"), ", ".join(f"{n} × {m}" for m, n in models.items())))
+    models: dict[str, int] = {}
+    for d in devices:
+        models[str(d.get("name"))] = models.get(str(d.get("name")), 0) + 1
+    named = ", ".join(f"{n} × {m}" for m, n in models.items())
+    if devices and gpu.get("declared"):  # a lab host standing for a GPU node: no NVML saw it
+        rows.append((_("GPUs"), _("%(models)s (declared, not seen by NVML)") % {"models": named}))
+    elif devices:
+        rows.append((_("GPUs"), named))
         mem = devices[0].get("memory_bytes")
         rows.append((_("GPU memory (each)"), _gib(mem)))
         pcie = devices[0]
