@@ -148,6 +148,8 @@ CHECKS: dict[str, str] = {
     "unmeasured": gettext_noop("{parts} not measured: counted as nothing"),
     "no-price": gettext_noop("ask its provider for a price")}
 CHECK_FIRST = gettext_noop("check first: {checks}")
+# Between the pick's figures and what to check: a full stop, in the reader's script.
+SENTENCE_END = gettext_noop(". ")
 AVOID: dict[str, str] = {
     "slow-link": gettext_noop(
         "{name}: its link runs at {gbps} Gbit/s, gradient sync would be {share} of the step"),
@@ -181,7 +183,7 @@ def pick_sentence(p: Mapping[str, Any], number: Callable[[float], str],
     text += gettext(SEPARATOR) + gettext(STABILITY[p["stability"]]).format(
         hours_of_day=hour_spans((worst or {}).get("hours_of_day") or p.get("worst_hours") or []))
     if p["checks"]:
-        text += ". " + gettext(CHECK_FIRST).format(checks=gettext(SEPARATOR).join(
+        text += gettext(SENTENCE_END) + gettext(CHECK_FIRST).format(checks=gettext(SEPARATOR).join(
             check_words(k, number, gettext) for k in p["checks"]))
     return text
 

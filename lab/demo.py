@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -125,6 +126,7 @@ class Demo:
         trial = self.buyer_trials(api, seed["buyer_token"], nodes)
         print_trials(trial)
         print_board(api, seed["buyer_token"])
+        print_verdict(api, seed["buyer_token"])
         demo = DemoRun(api=api, job_id=int(job["id"]), nodes=nodes, seed=seed,
                        certificate=certified, board_metric=BOARD_METRIC, var=VAR,
                        stability=stability)
@@ -368,6 +370,21 @@ def print_board(api: str, token: str) -> None:
               f"{cell(e['score']['value'], '{:.1f}', 7)}"
               f"{cell(price, '{:,}', 11)}{cell(e['price_per_score'], '{:,.0f}', 11)}")
     print()
+
+
+def print_verdict(api: str, token: str) -> None:
+    """The buyer's question answered, in both languages, as `benchctl recommend` gives it:
+    where to rent GPT-2 small across two nodes (the verdict's default job), and why. The lab
+    hosts stand for the GPUs their names say (lab/specs/demo.yaml), so compute is the
+    models' datasheet figures, and the verdict says so."""
+    for language in ("en", "zh_CN"):
+        done = subprocess.run([sys.executable, "-m", "workers.cli", "recommend", "--url", api,
+                               "--token", token], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "LANGUAGE": language, "LANG": "C.UTF-8"},
+                              check=False)
+        print(done.stdout.rstrip() if done.returncode == 0 else
+              f"benchctl recommend failed ({done.returncode}): {done.stderr.strip()}")
+        print(flush=True)
 
 
 def _progress(run: dict[str, Any]) -> str:

@@ -37,6 +37,9 @@ class HostSpec:
     delay_ms: float = 0.0  # added to TCP round trips to its region's reference (relay)
     enrol: bool = True  # False: a bare host, for a person to enrol as a provider would
     price_cny_month: int | None = None  # the node's monthly price, set by its provider (demo)
+    # The GPU model the host stands for (it has none): its processes' inventory names it as
+    # declared (workers.host.inventory.LAB_GPU), and the platform estimates on its datasheet.
+    gpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ class NetLab:
         return next(h for h in self.spec.hosts if h.name == name)
 
     def exec_argv(self, host: str, argv: Sequence[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.ns(host), *argv]
+        gpu = next((h.gpu for h in self.spec.hosts if h.name == host), "")
+        declared = ["env", f"BENCH_LAB_GPU={gpu}"] if gpu else []
+        return ["ip", "netns", "exec", self.ns(host), *declared, *argv]
 
     def up(self) -> None:
         self.down()

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 COMMAND = "  $ "
-# The lab's nodes have no GPU: their figures are a CPU's, so the demo asks for a CPU-only
-# job (a GPU job never takes a CPU's figure, and skips them saying why).
+# The lab's nodes have no GPU: their measured compute is a CPU's, so the try-it estimate
+# asks for a CPU-only job, on figures the lab measured (a GPU job never takes a CPU's
+# figure: it takes the declared model's datasheet, as the demo's verdict shows).
 ESTIMATE_PRESET, ESTIMATE_STEPS = "gpt2-small", 1000
 
 

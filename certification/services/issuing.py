@@ -112,7 +112,9 @@ def evaluate(cert_request: CertificationRequest) -> CertificationRequest:
         return _failed(cert_request, [], f"the certification run {run.status}: {run.error}")
     multi = cert_request.job.runs.count() > 1
     # Presence and model are the host's claim (NVML on its side); marked so in the document.
-    has_gpu = bool((run.inventory.get("gpu") or {}).get("available"))
+    # A model only declared (a lab host standing for a GPU node) has no GPU to judge.
+    gpu = run.inventory.get("gpu") or {}
+    has_gpu = bool(gpu.get("available")) and not gpu.get("declared")
     figures = Figures(figures_of(run).figures + trial_figures(cert_request.node))
     outcomes = [evaluate_criterion(c, figures, multi, has_gpu)
                 for c in cert_request.profile.criteria]

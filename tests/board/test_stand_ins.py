@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.test import Client
 
 from board.models import LatestResult
 from tests.api.test_estimates import A100
 from tests.fixtures import measured, trial_agent
+from workers.host import inventory as host_inventory
 
 MATMUL = "gpu.matmul_tflops_bf16"
 ON_CPU = {MATMUL: {"device": "cpu", "gpu": "skipped: no NVIDIA GPU"}}
@@ -80,3 +82,32 @@ def test_a_gpu_node_with_no_matmul_at_all_is_a_candidate_at_its_datasheet(
         "preset": "gpt2-small", "steps": 1000}}, format="json").json()["results"]
     assert row["estimate"] is not None and row["evidence"] == "datasheet"
     assert row["sources"]["tflops"].startswith("datasheet of the enrolled")
+
+
+def test_a_lab_host_stands_for_the_gpu_its_spec_names_and_is_estimated_on_its_datasheet(
+        buyer: Any, enrol_node: Any, monkeypatch: Any) -> None:
+    """The demo's hosts have no GPU: each names the model it stands for (BENCH_LAB_GPU), as
+    declared, not seen by NVML. The platform takes the model as enrolled, the CPU's matmul
+    stays a stand-in and the estimate is the datasheet's (certification judges no GPU on a
+    declared one: the demo's certificate, tests/e2e/test_demo.py)."""
+    monkeypatch.setenv(host_inventory.LAB_GPU, "NVIDIA A100-SXM4-80GB")
+    declared = host_inventory.gpus()
+    if not declared.get("declared"):
+        pytest.skip("this host has a GPU NVML sees: nothing is declared over it")
+    assert declared["available"] and declared["devices"] == [
+        {"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]
+    lab_host = {**A100, "gpu": declared}
+    node = enrol_node("hz-lab", inventory=lab_host)
+    assert node.node.gpu_model == "NVIDIA A100-SXM4-80GB" and node.node.claims_gpu
+    measured(buyer, trial_agent(buyer, node, inventory=lab_host), 9.0,
+             extra={MATMUL: 0.032, **CORE}, metadata=ON_CPU)
+    assert LatestResult.objects.get(node=node.node, metric=MATMUL,
+                                    evidence=LatestResult.MEASURED).stand_in
+    (row,) = buyer.client().post("/api/v1/estimates", {"workload": {
+        "preset": "gpt2-small", "steps": 1000}}, format="json").json()["results"]
+    assert row["evidence"] == "datasheet" and not row["on_cpu"]
+    page = Client().get(f"/en/nodes/{node.node.pk}/").content.decode()
+    assert "NVIDIA A100-SXM4-80GB (declared, not seen by NVML)" in page
+    # Without the variable, the same host has no GPU.
+    monkeypatch.delenv(host_inventory.LAB_GPU)
+    assert not host_inventory.gpus()["available"]

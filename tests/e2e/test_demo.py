@@ -177,6 +177,17 @@ def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_
         assert gbps["hz-a100-01"] > gbps["nb-a100-01"] > gbps["sz-h800-02"]
         assert 0.9 <= gbps["sz-h800-01"] <= 1.02
         assert 0.18 <= gbps["sz-h800-02"] <= 0.204
+        # It ends with the verdict for GPT-2 small across two nodes, in both languages: the
+        # hosts stand for A100 and H800 nodes, so compute is their datasheets' and each
+        # pick says to check it; the 200 Mbit/s node is avoided for its link.
+        assert "Where to rent gpt2-small (10,000 steps on 2 node(s)" in out, out[-6000:]
+        english = out[out.index("Where to rent gpt2-small"):]
+        assert re.search(r"^  1\. \S+ \(", english, re.M), english[:3000]
+        assert "its GPU was not measured (the compute is its datasheet's)" in english
+        assert re.search(r"^  - sz-h800-02: its link runs at 0\.\d+ Gbit/s, gradient sync "
+                         r"would be \d+% of the step", english, re.M), english[:3000]
+        assert "去哪里租：" in out and "不建议租用：" in out, out[-6000:]
+        assert "。租用前先确认：" in out and ". 租用前" not in out, out[-6000:]
     else:
         assert set(rows) == {"hz-a100-01", "sz-h800-01"}, out
         assert set(board) == set(rows), out
