@@ -49,18 +49,22 @@ demo: setup
 	$(PY) -m lab.demo
 
 # The 25 slowest tests are printed with every run: where the suite's time goes is visible.
-PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q --durations=25
+PYTEST_RUN = DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q --durations=25
+PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} $(PYTEST_RUN)
 # Test processes of the parallel part (pytest-xdist); each has its own database, Redis and
 # live server. The tests that measure or check the whole machine run alone after it.
 TEST_WORKERS ?= 2
 
-# The `beside` tests (the demo's) run in their own process during the parallel part, their
-# output kept and shown after it; the make fails when either part does.
+# The `beside` tests (the demo's, the links lab's) run during the parallel part, in two
+# processes of their own (one per file: the demo beside the lab), on databases of their own
+# (xdist names its workers' databases alike in both); their output is kept and shown after
+# it, and the make fails when either part does.
 BESIDE_LOG = var/test-output/beside.log
+BESIDE = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)}_beside $(PYTEST_RUN) -n 2 --dist loadfile
 
 test: setup services
 	@mkdir -p $(dir $(BESIDE_LOG)); \
-	$(PYTEST) -m "beside and not load" > $(BESIDE_LOG) 2>&1 & beside=$$!; \
+	$(BESIDE) -m "beside and not load" > $(BESIDE_LOG) 2>&1 & beside=$$!; \
 	$(PYTEST) -n $(TEST_WORKERS) -m "not load and not serial and not beside"; parallel=$$?; \
 	wait $$beside; besides=$$?; echo "--- beside the parallel part ($(BESIDE_LOG)):"; \
 	tail -n 60 $(BESIDE_LOG); test $$parallel -eq 0 && test $$besides -eq 0
