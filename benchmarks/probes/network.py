@@ -41,6 +41,9 @@ MAX_ECHO_LINE = 64 << 10
 # is 15 peers x a few repetitions).
 MAX_SERVED = 64
 MAX_SERVED_BYTES = 8 << 20
+# After the last round: how long the node waits for its iperf3 server's reports of its
+# peers' tests, at most, and how long its log must stay still once every peer's are in.
+SERVED_WAIT_S, SERVED_QUIET_S = 15.0, 0.3
 
 
 class NetworkProbe(Probe):
@@ -121,7 +124,9 @@ class NetworkProbe(Probe):
                     samples += self.internode(self.ctx.mesh[server].as_peer(), reps)
             self.ctx.barrier(f"network-round-{i}")
         if served is not None:  # every peer's tests towards this node are over
-            samples += served_samples(read_served(served, served_from))
+            senders = {self.ctx.mesh[client].host for pairs in rounds
+                       for client, server in pairs if server == self.ctx.node_rank}
+            samples += served_samples(await_served(served, served_from, senders))
         return samples
 
     def internode(self, peer: Peer, reps: int) -> list[Sample]:
@@ -219,6 +224,24 @@ def read_served(path: Path, offset: int) -> list[ServerReport]:
     except OSError:
         return []
     return [r for r in map(server_report, json_objects(text)[0]) if r is not None]
+
+
+def await_served(path: Path, offset: int, senders: set[str],
+                 timeout: float = SERVED_WAIT_S) -> list[ServerReport]:
+    """The server's reports of this run's tests once every sender's are in the log, and the
+    log has then been still for SERVED_QUIET_S. iperf3 writes a test's report after its
+    client has the result: on a busy host that came after the round's barrier, and a whole
+    round's records were missing (stop 41's CI, the links lab beside the parallel part)."""
+    deadline = time.monotonic() + timeout
+    size = -1
+    while True:
+        reports = read_served(path, offset)
+        seen = {r.client.removeprefix("::ffff:") for r in reports if not r.reverse}
+        now = path.stat().st_size if path.exists() else 0
+        if (senders <= seen and now == size) or time.monotonic() >= deadline:
+            return reports
+        size = now
+        time.sleep(SERVED_QUIET_S)
 
 
 def served_samples(reports: list[ServerReport]) -> list[Sample]:
