@@ -376,7 +376,12 @@ def print_verdict(api: str, token: str) -> None:
     """The buyer's question answered, in both languages, as `benchctl recommend` gives it:
     where to rent GPT-2 small across two nodes (the verdict's default job), and why. The lab
     hosts stand for the GPUs their names say (lab/specs/demo.yaml), so compute is the
-    models' datasheet figures, and the verdict says so."""
+    models' datasheet figures, and the verdict says so. The API's answer is kept in
+    var/demo/recommendation.json."""
+    answer = requests.get(f"{api}/api/v1/recommendations", timeout=60,
+                          headers={"Authorization": f"Token {token}", "Accept-Language": "en"})
+    # As procurement tools get it (codes, figures and sentences), beside the demo's other files.
+    (VAR / "recommendation.json").write_text(json.dumps(answer.json(), indent=1))
     for language in ("en", "zh_CN"):
         done = subprocess.run([sys.executable, "-m", "workers.cli", "recommend", "--url", api,
                                "--token", token], capture_output=True, text=True, timeout=120,

@@ -8,6 +8,7 @@ platform; then SIGTERM stops it, as Ctrl-C would.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -188,6 +189,12 @@ def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_
                          r"would be \d+% of the step", english, re.M), english[:3000]
         assert "去哪里租：" in out and "不建议租用：" in out, out[-6000:]
         assert "。租用前先确认：" in out and ". 租用前" not in out, out[-6000:]
+        # The API's answer, kept beside the demo's files: the same verdict as codes.
+        answer = json.loads((REPO / "var" / "demo" / "recommendation.json").read_text())
+        assert answer["workload"]["name"] == "gpt2-small" and answer["picks"], answer
+        assert {"code": "datasheet", "values": {}} in answer["picks"][0]["checks"]
+        assert {a["candidate"]["name"]: a["reason"]["code"] for a in answer["avoid"]}.get(
+            "sz-h800-02") == "slow-link", answer["avoid"]
     else:
         assert set(rows) == {"hz-a100-01", "sz-h800-01"}, out
         assert set(board) == set(rows), out

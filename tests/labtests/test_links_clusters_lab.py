@@ -93,6 +93,13 @@ def test_links_and_clusters_on_shaped_links(lab: LabStack, buyer: Any) -> None:
               f"receiver {li.receiver_gbps}, agreed {li.agreed}), RTT {li.rtt_ms} ms")
     # The fast node's board figure is its own link's, the slow node beside it in the job.
     assert board_value(lab.nodes["f1"].node_id) == pytest.approx(carried(FAST), rel=0.05)
+    # The lab's hosts are one machine (one machine-id): the four runs ran beside each other,
+    # and each value says so (board.beside); none was measured alone to prefer.
+    for name in names:
+        row = LatestResult.objects.get(node_id=lab.nodes[name].node_id, profile="quick",
+                                       metric="network.tcp_throughput",
+                                       evidence=LatestResult.VERIFIED)
+        assert row.shared and row.runs_apart == 0, (name, row.shared, row.runs_apart)
     assert not LatestResult.objects.filter(metric__startswith="network.internode").exists()
     assert len(measured) == 12
     for (a, b), li in measured.items():
