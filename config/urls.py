@@ -2,7 +2,7 @@ from collections.abc import Callable
 
 from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, LogoutView
 from django.http import HttpResponse
 from django.urls import URLPattern, include, path
 from drf_spectacular.views import SpectacularAPIView
@@ -33,12 +33,17 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     # Sign-ins are throttled (api/login_throttle.py); these routes come before the ones
     # they stand in for.
-    path("accounts/login/", login_throttle.throttled(LoginView.as_view()), name="login"),
+    path("accounts/login/", login_throttle.throttled(LoginView.as_view())),
     path("admin/login/", login_throttle.throttled(admin.site.login)),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/logout/", LogoutView.as_view()),
     path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
-    *i18n_patterns(*pages(named=True)),
+    # Sign-in and sign-out in the page's language too (/zh-hans/accounts/login/), named so
+    # that the header's links stay in it; both end on the board (settings: LOGIN_REDIRECT_URL).
+    *i18n_patterns(*pages(named=True),
+                   path("accounts/login/", login_throttle.throttled(LoginView.as_view()),
+                        name="login"),
+                   path("accounts/logout/", LogoutView.as_view(), name="logout")),
 ]
