@@ -183,11 +183,17 @@ def test_benchctl_verify_passes_a_good_one_offline_and_fails_a_tampered_copy(
     done = run_verify(str(good), "--public-key", str(pem), "--offline")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("VALID") and "revocation not checked (offline)" in done.stdout
+    # It names what it certifies: the node, its provider, the profile and the tier.
+    doc = body["document"]
+    assert (f"certificate {doc['id']}: node hz-1 of {doc['provider']['name']} (hangzhou), "
+            f"profile single-node-training v{doc['profile']['version']}, tier {doc['tier']}"
+            ) in done.stdout, done.stdout
     body["document"]["criteria"][0]["value"] = 0.1
     bad = tmp_path / "tampered.json"
     bad.write_text(json.dumps(body))
     done = run_verify(str(bad), "--public-key", str(pem), "--offline")
     assert done.returncode == 1 and "signature does not match" in done.stdout
+    assert "node hz-1" not in done.stdout  # a changed document's words are not vouched for
     wrong = tmp_path / "other.pem"
     wrong.write_bytes(Ed25519PrivateKey.generate().public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))

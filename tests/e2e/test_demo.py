@@ -149,6 +149,8 @@ def check_the_try_it_block(out: str) -> None:
                           env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VALID: " in done.stdout and "checked online: not revoked" in done.stdout, done.stdout
+    assert re.search(r"certificate \d+: node \S+ of .+, profile \S+ v\d+, tier \w+", done.stdout), \
+        done.stdout
 
 
 def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_path: Path) -> None:

@@ -36,11 +36,28 @@ class Verdict:
     # Why not, or what was not checked; like revocation, in the person's language.
     reasons: list[str] = field(default_factory=list)
     revocation: str = field(default_factory=lambda: _("not checked"))
+    # What it certifies, read from the document once its signature checked out (a forged
+    # document's words are not shown as the platform's).
+    subject: str = ""
 
     def line(self) -> str:
         head = _("VALID") if self.valid else _("INVALID")
-        return _("{verdict}: {reasons}").format(verdict=head, reasons=_("; ").join(
+        verdict = _("{verdict}: {reasons}").format(verdict=head, reasons=_("; ").join(
             self.reasons + [_("revocation {state}").format(state=self.revocation)]))
+        return f"{verdict}\n  {self.subject}" if self.subject else verdict
+
+
+def subject(document: dict[str, Any]) -> str:
+    """Which node, of whom, against which profile, at which tier: what the buyer checks the
+    certificate is about."""
+    def part(key: str, name: str) -> str:
+        value = document.get(key)
+        return str(value.get(name, "?")) if isinstance(value, dict) else "?"
+    return _("certificate {id}: node {node} of {provider} ({region}), profile {profile} "
+             "v{version}, tier {tier}").format(
+        id=document.get("id", "?"), node=part("node", "name"), provider=part("provider", "name"),
+        region=part("region", "code"), profile=part("profile", "name"),
+        version=part("profile", "version"), tier=document.get("tier", "?"))
 
 
 def verify(certificate: dict[str, Any], public_key: Ed25519PublicKey,
@@ -51,10 +68,11 @@ def verify(certificate: dict[str, Any], public_key: Ed25519PublicKey,
     if not isinstance(document, dict) or not isinstance(signature, str):
         return Verdict(False, [_("not a certificate: it needs a document and a signature")])
     reasons: list[str] = []
-    valid = True
+    valid, signed = True, False
     try:
         public_key.verify(base64.b64decode(signature), canonical(document))
         reasons.append(_("signature good"))
+        signed = True
     except (InvalidSignature, ValueError):
         valid = False
         reasons.append(_("signature does not match: the document was changed or signed with "
@@ -69,7 +87,7 @@ def verify(certificate: dict[str, Any], public_key: Ed25519PublicKey,
         reasons.append(_("expired on {date}").format(date=expires.isoformat()))
     else:
         reasons.append(_("valid until {date}").format(date=expires.isoformat()))
-    verdict = Verdict(valid, reasons)
+    verdict = Verdict(valid, reasons, subject=subject(document) if signed else "")
     if revoked is None:
         verdict.revocation = _("not checked (offline)")
     elif revoked:
