@@ -22,12 +22,11 @@ from lab.procs import wait_for
 from lab.stack import LabStack
 from tests.labtests.labs import lab_of
 
-# Beside the parallel part, as the demo is (their one process each): what it checks is what
-# tbf sets (rates within 5% whatever else runs) and what the platform records; alone after
-# the parallel part it was half of the serial part's time (#31).
+# Alone after the parallel part: beside it (with the demo) it loaded two cores so far that
+# the certification tests' loopback RTT bound (5 ms) failed at 9-28 ms (#31, stop 41).
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.beside,
+    pytest.mark.serial,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ip netns, tc)"),
 ]
 
