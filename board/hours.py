@@ -16,19 +16,15 @@ from dataclasses import dataclass, replace
 
 from board import estimate
 from board.estimate import Estimate, Measured, Workload
-from board.stability import NOT_ENOUGH, Stability
+from board.stability import NOT_ENOUGH, Stability, worst_hours
 
 WORST, BEST = "worst", "best"
-# The hours within this part of the range between the worst and the best share are "the
-# worst hours" (as board.stability.worst_hours): one hour's noise is not a pattern.
-BAND = 0.25
 
 
 @dataclass
 class AtHours:
     """The job at the hours of the day its links are slowest (worst) or fastest (best)."""
 
-    kind: str
     hours_of_day: list[int]
     share: float  # the link at those hours against its board figure
     estimate: Estimate
@@ -55,13 +51,14 @@ def at_hours(workload: Workload, figures: Measured | None,
     by_hour = shares(days)
     if len(by_hour) < 2:
         return {}
-    lo, hi = min(by_hour.values()), max(by_hour.values())
-    ends = {WORST: [h for h, v in by_hour.items() if v <= lo + (hi - lo) * BAND],
-            BEST: [h for h, v in by_hour.items() if v >= hi - (hi - lo) * BAND]}
+    # The worst hours as the stability verdict names them (the worst quarter of the range);
+    # the best hours are the worst of a figure where lower is better.
+    ends = {WORST: worst_hours(by_hour, higher_is_better=True),
+            BEST: worst_hours(by_hour, higher_is_better=False)}
     out = {}
     for kind, hours in ends.items():
         share = statistics.median(by_hour[h] for h in hours)
-        out[kind] = AtHours(kind, hours, share, estimate.estimate(workload, scaled(figures, share)))
+        out[kind] = AtHours(hours, share, estimate.estimate(workload, scaled(figures, share)))
     return out
 
 
