@@ -1,6 +1,6 @@
 """Sign-in attempts are throttled, per client address and per account name.
 
-The web sign-in (`/accounts/login/`) and the admin's are Django views, outside DRF's
+The web sign-in (`/accounts/login/`), the admin's and the password change are Django views, outside DRF's
 throttles; without a limit a password can be guessed as fast as the server answers. Per
 address stops one client; per account name stops many addresses guessing one account.
 Rates: THROTTLE_RATES' ``login`` and ``login-account`` (settings). 429 + Retry-After.
@@ -36,7 +36,10 @@ class PerAccount(_LoginThrottle):
     scope = "login-account"
 
     def ident(self, request: HttpRequest) -> str:
-        return str(request.POST.get("username", ""))[:150].strip().lower()
+        # A sign-in names the account in its form; a password change is the signed-in one's
+        # (its old password is what a stolen session would guess).
+        name = request.POST.get("username") or request.user.get_username()
+        return str(name)[:150].strip().lower()
 
 
 def throttled(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:

@@ -181,15 +181,7 @@ class BenchmarkJobSerializer(serializers.ModelSerializer[BenchmarkJob]):
 
     def get_status(self, job: BenchmarkJob) -> str:
         """The job's overall state, derived from its runs."""
-        states = {r.status for r in job.runs.all()}
-        for state in ("running", "queued"):
-            if state in states:
-                return state
-        if states == {"succeeded"}:
-            return "succeeded"
-        if states == {"cancelled"}:
-            return "cancelled"
-        return "failed" if "failed" in states else "finished"
+        return job.overall_status()
 
 
 class NodeSampleSerializer(serializers.Serializer[Any]):

@@ -171,9 +171,11 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"
-# A sign-in without a page to go back to, and every sign-out, end on the board in the
-# page's language (Django's default, /accounts/profile/, is no page here: it was a 404).
-LOGIN_REDIRECT_URL = LOGOUT_REDIRECT_URL = "leaderboard-page"
+# A sign-in without a page to go back to ends on the buyer's own jobs, every sign-out on the
+# board, both in the page's language (Django's default, /accounts/profile/, is no page here:
+# it was a 404).
+LOGIN_REDIRECT_URL = "jobs-page"
+LOGOUT_REDIRECT_URL = "leaderboard-page"
 # Chosen by the browser's Accept-Language, or the switch on every page.
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]

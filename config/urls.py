@@ -2,7 +2,12 @@ from collections.abc import Callable
 
 from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
-from django.contrib.auth.views import LoginView, LogoutView
+from django.contrib.auth.views import (
+    LoginView,
+    LogoutView,
+    PasswordChangeDoneView,
+    PasswordChangeView,
+)
 from django.http import HttpResponse
 from django.urls import URLPattern, include, path
 from drf_spectacular.views import SpectacularAPIView
@@ -23,6 +28,7 @@ def pages(named: bool) -> list[URLPattern]:
         page("estimate/", estimate.estimate_page, "estimate-page"),
         page("nodes/<int:node_id>/", node.node_page, "node-page"),
         page("providers/<int:provider_id>/", provider.provider_page, "provider-page"),
+        page("jobs/", job.jobs_page, "jobs-page"),
         page("jobs/<int:job_id>/", job.job_page, "job-page"),
         page("certification/", certification.certification_page, "certification-page"),
     ]
@@ -40,10 +46,19 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
-    # Sign-in and sign-out in the page's language too (/zh-hans/accounts/login/), named so
-    # that the header's links stay in it; both end on the board (settings: LOGIN_REDIRECT_URL).
+    # Sign-in, sign-out and a password change in the page's language too
+    # (/zh-hans/accounts/login/), named so that the header's links stay in it. A sign-in ends
+    # on the buyer's jobs, a sign-out on the board (settings: LOGIN_REDIRECT_URL).
     *i18n_patterns(*pages(named=True),
                    path("accounts/login/", login_throttle.throttled(LoginView.as_view()),
                         name="login"),
-                   path("accounts/logout/", LogoutView.as_view(), name="logout")),
+                   path("accounts/logout/", LogoutView.as_view(), name="logout"),
+                   path("accounts/password/",
+                        login_throttle.throttled(
+                            PasswordChangeView.as_view(template_name="web/password_change.html")),
+                        name="password_change"),
+                   path("accounts/password/done/",
+                        PasswordChangeDoneView.as_view(
+                            template_name="web/password_change_done.html"),
+                        name="password_change_done")),
 ]

@@ -32,6 +32,18 @@ class BenchmarkJob(models.Model):
             )
         ]
 
+    def overall_status(self) -> str:
+        """The job's state, derived from its runs (the API's and the buyer's page's alike)."""
+        states = {r.status for r in self.runs.all()}  # type: ignore[attr-defined]
+        for state in ("running", "queued"):
+            if state in states:
+                return state
+        if states == {"succeeded"}:
+            return "succeeded"
+        if states == {"cancelled"}:
+            return "cancelled"
+        return "failed" if "failed" in states else "finished"
+
 
 class Run(models.Model):
     """One node's share of a job. PostgreSQL decides who runs it: claim + lease."""

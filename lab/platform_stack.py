@@ -125,6 +125,9 @@ class PlatformStack:
                     "PYTHONUNBUFFERED": "1", "SWEEP_INTERVAL_SECONDS": "5",
                     "RUN_LEASE_SECONDS": "30", "NODE_VISIBILITY_TIMEOUT": "900",
                     "PYTHONPATH": str(REPO),
+                    # Served as in production: a 404 or a crash shows the site's own page,
+                    # never Django's debug page with its URL list and settings.
+                    "DEBUG": "false",
                     # The lab's one buyer is also the bench's load generator (wrk).
                     "THROTTLE_RATES": "submission=1000000/minute,enrolment=100000/hour,"
                                       "enrolment-token=100000/hour",

@@ -94,6 +94,18 @@ def check_the_try_it_block(out: str) -> None:
     # The page's live progress reads the job's API with the same sign-in.
     assert web.get(f"{api}/api/v1/benchmarks/{job_id}", timeout=10).json()["status"] == "succeeded"
     assert requests.get(job_url, timeout=10).url.startswith(f"{api}/accounts/login/")
+    # Signed out from the header's form, the job is closed again.
+    signed_out = web.post(f"{api}/en/accounts/logout/", timeout=10,
+                          headers={"Referer": f"{api}/en/"},
+                          data={"csrfmiddlewaretoken": web.cookies["csrftoken"]})
+    assert signed_out.url == f"{api}/en/", signed_out.url
+    assert web.get(job_url, timeout=10).url.startswith(f"{api}/accounts/login/")
+    # The demo serves with DEBUG off: a wrong address gets the site's own page, in the
+    # reader's language, and no list of the site's URL patterns.
+    for lang, title in (("en", "Not found"), ("zh-hans", "页面不存在")):
+        missing = requests.get(f"{api}/{lang}/no-such-page/", timeout=10)
+        assert missing.status_code == 404 and title in missing.text, missing.text[:500]
+        assert "URLconf" not in missing.text and "api/v1/" not in missing.text
 
     # The certificate is the platform's, valid, of the tier printed.
     body = requests.get(f"{api}/api/v1/certificates/{cert.group(1)}", timeout=10).json()

@@ -42,3 +42,23 @@ def test_many_addresses_guessing_one_account_are_stopped(db: Any) -> None:
     answers = [attempt(client, "/admin/login/", "Admin", f"203.0.113.{i}").status_code
                for i in range(31)]
     assert answers[:30] == [200] * 30 and answers[30] == 429  # the admin's sign-in as well
+
+
+def test_a_stolen_session_guessing_the_old_password_is_stopped(db: Any) -> None:
+    # A password change asks for the old password: a stolen session cookie must not become
+    # a guessing oracle for it (and so for the account's other sign-ins).
+    User.objects.create_user("bob", password="right-horse-battery")
+    User.objects.create_user("carol", password="right-horse-battery")
+    thief = Client()
+    thief.login(username="bob", password="right-horse-battery")
+    answers = [thief.post("/en/accounts/password/", {
+        "old_password": f"guess{i}", "new_password1": "x-New-9183-pass",
+        "new_password2": "x-New-9183-pass"}, REMOTE_ADDR=f"203.0.113.{i}").status_code
+        for i in range(31)]
+    assert answers[:30] == [200] * 30 and answers[30] == 429
+    # Counted per account: another person changing their own password is not held up.
+    carol = Client()
+    carol.login(username="carol", password="right-horse-battery")
+    assert carol.post("/en/accounts/password/", {
+        "old_password": "right-horse-battery", "new_password1": "x-New-9183-pass",
+        "new_password2": "x-New-9183-pass"}, REMOTE_ADDR="203.0.113.99").status_code == 302

@@ -136,8 +136,8 @@ def pages(live_server: Any, board: dict[str, Any], job_id: int) -> dict[str, str
             # The estimate rows: these nodes have no matmul figure, so each says why.
             "compare-estimate": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}&preset=resnet50&steps=1000",
             "node": f"/nodes/{hz1.pk}/", "provider": f"/providers/{hz1.provider_id}/",
-            "certification": "/certification/", "job": f"/jobs/{job_id}/",
-            "login": "/accounts/login/", "not-found": "/nodes/999999/"}
+            "certification": "/certification/", "job": f"/jobs/{job_id}/", "jobs": "/jobs/",
+            "password": "/accounts/password/", "login": "/accounts/login/", "not-found": "/nodes/999999/"}
 
 
 def signed_in(tab: Any, buyer: Any, live_server: Any) -> None:

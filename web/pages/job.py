@@ -34,6 +34,21 @@ def job_results(job: BenchmarkJob) -> list[dict[str, Any]]:
     return out
 
 
+# The list shows the newest jobs; older ones stay readable through the API's pages.
+JOBS_SHOWN = 100
+
+
+@login_required
+def jobs_page(request: HttpRequest) -> HttpResponse:
+    """The signed-in buyer's jobs, newest first: where a sign-in lands."""
+    jobs = list(BenchmarkJob.objects.filter(owner=request.user.pk)
+                .prefetch_related("runs__node").order_by("-created_at", "-pk")[:JOBS_SHOWN + 1])
+    rows = [{"job": job, "state": words.state(job.overall_status()),
+             "nodes": sorted(r.node.name for r in job.runs.all())}  # type: ignore[attr-defined]
+            for job in jobs[:JOBS_SHOWN]]
+    return render(request, "web/jobs.html", {"rows": rows, "more": len(jobs) > JOBS_SHOWN,
+                                             "shown": JOBS_SHOWN})
+
 
 @login_required
 def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
