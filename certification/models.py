@@ -41,6 +41,9 @@ class CertificationProfile(models.Model):
     description = models.TextField(blank=True)
     description_zh = models.TextField(blank=True, default="", db_default="")  # Simplified Chinese
     criteria = models.JSONField()  # each criterion's "why" may have a "why_zh" beside it
+    # Shown on the public certification page and API. A lab's own profile (the demo's) is
+    # not: a buyer must not read a lab's reduced criteria as a published standard.
+    published = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         db_table = "leaderboard_certificationprofile"

@@ -31,7 +31,7 @@ class ProfileListView(APIView):
 
     @extend_schema(responses={200: CertificationProfileSerializer(many=True)})
     def get(self, request: Request) -> Response:
-        profiles = CertificationProfile.objects.order_by("name", "-version")
+        profiles = CertificationProfile.objects.filter(published=True).order_by("name", "-version")
         return Response(CertificationProfileSerializer(profiles, many=True).data)
 
 

@@ -4,7 +4,6 @@ is published at /api/v1/certificates/public-key."""
 from __future__ import annotations
 
 import base64
-import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from contract import key_fingerprint
 from contract.canonical import canonical
 
 
@@ -42,7 +42,12 @@ def public_pem() -> bytes:
 
 
 def key_id() -> str:
-    return hashlib.sha256(public_pem()).hexdigest()[:16]
+    return key_fingerprint.key_id(public_pem())
+
+
+def fingerprint() -> str:
+    """What the certification page publishes for `benchctl trust add` to be compared with."""
+    return key_fingerprint.fingerprint(public_pem())
 
 
 def sign(document: dict[str, Any]) -> str:

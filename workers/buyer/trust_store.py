@@ -16,27 +16,20 @@ id, sha256 of the PEM) for the person to compare with one obtained another way.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+# Re-exported: `benchctl trust add` prints the fingerprint the platform's page publishes.
+from contract.key_fingerprint import fingerprint as fingerprint
+from contract.key_fingerprint import key_id
+
 DEFAULT_PATH = Path("~/.config/benchctl/trusted-keys.pem")
 _ENTRY = re.compile(r"^# key-id (?P<id>[0-9a-f]+)\s+url (?P<url>\S*).*?\n"
                     r"(?P<pem>-----BEGIN PUBLIC KEY-----\n.*?\n-----END PUBLIC KEY-----\n?)",
                     re.MULTILINE | re.DOTALL)
-
-
-def key_id(pem: bytes) -> str:
-    """The platform's own key id: the first 16 hex digits of the PEM's sha256."""
-    return hashlib.sha256(pem).hexdigest()[:16]
-
-
-def fingerprint(pem: bytes) -> str:
-    digest = hashlib.sha256(pem).hexdigest()
-    return ":".join(digest[i:i + 4] for i in range(0, 32, 4))
 
 
 @dataclass(frozen=True)

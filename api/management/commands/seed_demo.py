@@ -59,7 +59,7 @@ def network_profile() -> str:
     criteria = [c for c in published.criteria if c.get("verified_by") == "reference"]
     CertificationProfile.objects.update_or_create(
         name=NETWORK_PROFILE, version=published.version, defaults={
-            "suite": "network", "criteria": criteria,
+            "suite": "network", "criteria": criteria, "published": False,
             "description": f"The demo's, for lab hosts: {published.name} v{published.version}'s "
                            "network criteria alone, as the region's reference recorded them.",
             "description_zh": f"演示专用，供实验室主机：{published.name} v{published.version} "
