@@ -42,7 +42,9 @@ class Target:
 def address_error(ip: IP) -> str | None:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or ip.is_reserved:
+    # ::1 sits in IPv6's reserved ::/8: loopback is judged below, as 127.0.0.1 is.
+    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or (
+            ip.is_reserved and not ip.is_loopback):
         return f"{ip} is link-local, multicast, unspecified or reserved"
     if not ip.is_global and not settings.WEBHOOK_ALLOW_PRIVATE_TARGETS:
         return f"{ip} is a loopback, private or shared address: not reachable from the internet"
