@@ -363,6 +363,8 @@ WEBHOOK_ALLOW_PRIVATE_TARGETS = envbool("WEBHOOK_ALLOW_PRIVATE_TARGETS", not PRO
 WEBHOOK_REQUIRE_HTTPS = envbool("WEBHOOK_REQUIRE_HTTPS", PRODUCTION)
 # Each webhook costs a request per public event (every certificate issued or revoked).
 WEBHOOK_MAX_PER_USER = envint("WEBHOOK_MAX_PER_USER", 10)
+# A buyer's delivery log keeps a month: enough to look into last week's missed event.
+WEBHOOK_LOG_KEEP_DAYS = envint("WEBHOOK_LOG_KEEP_DAYS", 30)
 # Due retries, and deliveries a lost message or a dead worker left (hooks.tasks.sweep).
 CELERY_BEAT_SCHEDULE["webhooks"] = {"task": "hooks.sweep", "schedule": float(SWEEP_INTERVAL_SECONDS)}
 

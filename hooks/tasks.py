@@ -15,8 +15,11 @@ def deliver(delivery_id: int) -> str | None:
 
 @shared_task(name="hooks.sweep", ignore_result=True)
 def sweep() -> int:
-    """Due retries, and deliveries whose message Redis lost or whose worker died."""
-    ids = delivery.due(timezone.now())
+    """Due retries, and deliveries whose message Redis lost or whose worker died; old log
+    entries dropped."""
+    now = timezone.now()
+    delivery.prune(now)
+    ids = delivery.due(now)
     for pk in ids:
         deliver.delay(pk)
     return len(ids)

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -148,3 +149,13 @@ def due(now: datetime, limit: int = 500) -> list[int]:
         .order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
     Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
     return ids
+
+
+def prune(now: datetime) -> int:
+    """Deliveries done (delivered or failed) longer ago than WEBHOOK_LOG_KEEP_DAYS: the log is
+    for a buyer looking into what happened lately, not an archive of every event."""
+    before = now - timedelta(days=settings.WEBHOOK_LOG_KEEP_DAYS)
+    deleted, _ = Delivery.objects.filter(
+        Q(status=Delivery.Status.DELIVERED, delivered_at__lt=before)
+        | Q(status=Delivery.Status.FAILED, created_at__lt=before)).delete()
+    return deleted

@@ -177,3 +177,23 @@ def test_a_revocation_is_written_with_its_delivery_or_not_at_all(
     assert sent.payload["data"]["reason"] == "re-run failed"
     assert delivery.attempt(sent.pk) == "delivered"
     assert json.loads(receiver.received[0].body)["event"] == "certificate.revoked"
+
+
+def test_the_log_keeps_a_month_of_finished_deliveries_and_every_pending_one(
+        buyer: Any, receiver: Receiver, settings: Any) -> None:
+    hook = register(buyer, receiver.url, ["job.finished"])
+    now = timezone.now()
+    old = now - timedelta(days=settings.WEBHOOK_LOG_KEEP_DAYS + 1)
+
+    def row(subject: str, status: str, at: Any) -> None:
+        Delivery.objects.filter(pk=Delivery.objects.create(
+            webhook_id=hook["id"], event="job.finished", subject=subject, payload={},
+            status=status, next_attempt_at=at, delivered_at=at if status == "delivered" else None,
+        ).pk).update(created_at=at)
+
+    row("job:1", "delivered", old)
+    row("job:2", "failed", old)
+    row("job:3", "pending", old)
+    row("job:4", "delivered", now)
+    assert delivery.prune(now) == 2
+    assert sorted(Delivery.objects.values_list("subject", flat=True)) == ["job:3", "job:4"]
