@@ -16,11 +16,13 @@ from api.views import (
     reference_agent,
     stability,
     trials,
+    webhooks,
 )
 
 router = SimpleRouter(trailing_slash=False)
 router.register("benchmarks", benchmarks.BenchmarkViewSet, basename="benchmark")
 router.register("nodes", nodes.NodeViewSet, basename="node")
+router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 
 urlpatterns = [
     path("providers/<int:provider_id>/enrolment-tokens", providers.EnrolmentTokenView.as_view(),

@@ -12,4 +12,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("platform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["jobs", "certification"])
+app.autodiscover_tasks(["jobs", "certification", "hooks"])

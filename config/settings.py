@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_prometheus",
     "fleet",
+    "hooks",
     "jobs",
     "board",
     "certification",
@@ -200,7 +201,7 @@ REST_FRAMEWORK = {
     # THROTTLE_RATES="submission=600/minute,enrolment=20/hour" overrides. 429 + Retry-After.
     "DEFAULT_THROTTLE_RATES": {
         "enrolment": "20/hour", "enrolment-token": "60/hour", "submission": "600/minute",
-        "estimate": "120/minute",
+        "estimate": "120/minute", "webhook": "30/hour",
         "login": "10/minute", "login-account": "30/hour",
         **{k.strip(): v.strip() for k, _, v in (item.partition("=") for item in
            (env("THROTTLE_RATES") or "").split(",") if item.strip())},
@@ -352,6 +353,20 @@ STABILITY_WINDOW_DAYS = envint("STABILITY_WINDOW_DAYS", 7)
 # A node is "new" on the board until its host has a week of the platform's re-tests.
 NEW_NODE_DAYS = envint("NEW_NODE_DAYS", 7)
 CELERY_BEAT_SCHEDULE["retests"] = {"task": "jobs.retests", "schedule": float(RETEST_TICK_SECONDS)}
+
+# --- Webhooks (hooks/) -------------------------------------------------------------------
+# The platform dials a webhook's URL from inside its own network: loopback and private
+# targets only where every receiver is on the platform's machine or network (development,
+# the tests), never in production (hooks/services/targets.py).
+WEBHOOK_ALLOW_PRIVATE_TARGETS = envbool("WEBHOOK_ALLOW_PRIVATE_TARGETS", not PRODUCTION)
+# A delivery's body tells a buyer's jobs and nodes: not in clear text over the internet.
+WEBHOOK_REQUIRE_HTTPS = envbool("WEBHOOK_REQUIRE_HTTPS", PRODUCTION)
+# Each webhook costs a request per public event (every certificate issued or revoked).
+WEBHOOK_MAX_PER_USER = envint("WEBHOOK_MAX_PER_USER", 10)
+# A buyer's delivery log keeps a month: enough to look into last week's missed event.
+WEBHOOK_LOG_KEEP_DAYS = envint("WEBHOOK_LOG_KEEP_DAYS", 30)
+# Due retries, and deliveries a lost message or a dead worker left (hooks.tasks.sweep).
+CELERY_BEAT_SCHEDULE["webhooks"] = {"task": "hooks.sweep", "schedule": float(SWEEP_INTERVAL_SECONDS)}
 
 # --- Certification ----------------------------------------------------------------------
 CERT_SIGNING_KEY_FILE = env("CERT_SIGNING_KEY_FILE") or str(BASE_DIR / "var" / "cert-signing-key.pem")

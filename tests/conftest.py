@@ -17,7 +17,7 @@ from hypothesis import settings as hypothesis_settings
 
 from lab import procs
 
-pytest_plugins = ["tests.fixtures"]
+pytest_plugins = ["tests.fixtures", "tests.fixtures.webhooks"]
 
 # No per-example deadline: a deadline is a timing assertion, and on a 2-core machine that
 # runs two test processes (and a lab) an example's first call can take 300 ms for no fault

@@ -30,10 +30,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from certification.models import Certificate, CertificationRequest
-from certification.services import signing
+from certification.services import signing, webhook_events
 from certification.services.criteria import Figure, Figures, Outcome, evaluate_criterion, tier, title
 from certification.services.profiles import latest_profile
 from config.errors import Conflict, DomainError, Forbidden, Invalid, TooMany
@@ -217,18 +218,30 @@ def _issue(cert_request: CertificationRequest, run: Run, outcomes: list[Outcome]
         cert_request.outcome = {"criteria": [o.as_dict() for o in outcomes], "tier": cert_tier}
         cert_request.certificate = cert
         cert_request.save(update_fields=["status", "outcome", "certificate"])
+        webhook_events.issued(cert)
     return cert_request
 
 
 def revoke(cert: Certificate, reason: str) -> None:
-    Certificate.objects.filter(pk=cert.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_reason=reason[:255])
+    _revoke(Certificate.objects.filter(pk=cert.pk), reason)
 
 
 def revoke_all(node: Node, reason: str) -> int:
     """Every valid certificate of the node revoked, with the reason."""
-    return Certificate.objects.filter(node=node, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_reason=reason[:255])
+    return _revoke(Certificate.objects.filter(node=node), reason)
+
+
+def _revoke(certs: QuerySet[Certificate], reason: str) -> int:
+    """Revoke the valid ones of ``certs``; webhooks hear of each, in the same transaction."""
+    now, reason = timezone.now(), reason[:255]
+    with transaction.atomic():
+        revoked = list(certs.filter(revoked_at__isnull=True).select_for_update())
+        Certificate.objects.filter(pk__in=[c.pk for c in revoked]).update(
+            revoked_at=now, revoked_reason=reason)
+        for cert in revoked:
+            cert.revoked_at, cert.revoked_reason = now, reason
+        webhook_events.revoked(revoked)
+    return len(revoked)
 
 
 def revoke_node(node: Node, reason: str) -> int:

@@ -28,6 +28,7 @@ from jobs.services import (
     intake,
     observability,
     reference_records,
+    webhook_events,
 )
 from jobs.signals import job_finished, run_stored
 
@@ -322,6 +323,7 @@ def _after_run(job: BenchmarkJob, requested_by: str) -> None:
             status__in=Run.FINISHED).exists():
         return
     job_finished.send(BenchmarkJob, job_id=job.pk, requested_by=requested_by)
+    webhook_events.job_finished(job)
 
 
 def _explain_stale(node: Node, run_id: int, attempt_id: uuid.UUID) -> None:

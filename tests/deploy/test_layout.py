@@ -10,19 +10,22 @@ import pytest
 
 from lab.procs import REPO
 
-# The floors, lowest first: fleet <- jobs <- {board, certification} <- {api, web}. jobs writes
-# runs and samples and tells the floors above by signal; board derives every figure; web is
+# The floors, lowest first: fleet <- hooks <- jobs <- {board, certification} <- {api, web}.
+# jobs writes runs and samples and tells the floors above by signal (and buyers' webhooks
+# through hooks' outbox); board derives every figure; web is
 # the only app that reads board, certification and jobs together for a page (api serves
 # them as JSON). contract is what the host and the platform share; benchmarks and workers
 # run on the host; lab and perf are tools that start both as processes.
-PLATFORM = {"fleet", "jobs", "board", "certification", "api", "web", "config"}
+PLATFORM = {"fleet", "hooks", "jobs", "board", "certification", "api", "web", "config"}
 HOST = {"benchmarks", "workers"}
 TOOLS = {"lab", "perf"}
 DJANGO = {"django", "rest_framework"}
 
 # package -> packages it may not import (directly or lazily, anywhere in its modules)
 FORBIDDEN = {
-    "fleet": {"jobs", "board", "certification", "api", "web"} | HOST | TOOLS,
+    "fleet": {"hooks", "jobs", "board", "certification", "api", "web"} | HOST | TOOLS,
+    # Webhooks sit between fleet and jobs: jobs and certification emit into its outbox.
+    "hooks": {"jobs", "board", "certification", "api", "web"} | HOST | TOOLS,
     "jobs": {"board", "certification", "api", "web"} | HOST | TOOLS,
     "board": {"certification", "api", "web"} | HOST | TOOLS,
     "certification": {"board", "api", "web"} | HOST | TOOLS,
