@@ -175,9 +175,11 @@ def scatter_chart(points: Sequence[Point], x_title: str, y_title: str, corner: s
 
 
 def line_chart(points: Sequence[tuple[datetime, float]], unit: str, y_title: str,
-               x_title: str, width: int = 560, height: int = 210) -> str:
+               x_title: str, width: int = 560, height: int = 210, time_title: str = "") -> str:
     """A node's history: one point per measurement at its date, with dated x ticks and a
-    value axis in the metric's unit."""
+    value axis in the metric's unit. Points all of one day are ticked by time of day, under
+    ``time_title`` (its %(date)s: that day) when one is given: a date title over times
+    read as dates."""
     if not points:
         return ""
     left, right, top, bottom = 62, 18, 14, 48
@@ -203,8 +205,10 @@ def line_chart(points: Sequence[tuple[datetime, float]], unit: str, y_title: str
         x, _ = at(when, ys[0])
         parts.append(_text(x, top + plot_h + 15, when.strftime("%H:%M" if one_day else "%Y-%m-%d"),
                            "tick", "middle", 11))
-    parts.append(_text(left + plot_w / 2, height - 8, x_title + (
-        f" ({points[0][0]:%Y-%m-%d})" if one_day else ""), "axis-label", "middle"))
+    day = f"{points[0][0]:%Y-%m-%d}"
+    if one_day:
+        x_title = time_title % {"date": day} if time_title else f"{x_title} ({day})"
+    parts.append(_text(left + plot_w / 2, height - 8, x_title, "axis-label", "middle"))
     title = f"{y_title} ({unit})" if text_width(f"{y_title} ({unit})", 11) < plot_h else unit
     parts.append(_text(14, top + plot_h / 2, title, "axis-label", "middle",
                        size=11, extra=f' transform="rotate(-90 14 {top + plot_h / 2:.1f})"'))

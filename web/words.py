@@ -65,9 +65,16 @@ def requester(code: str) -> str:
     return _(REQUESTERS[code]) if code in REQUESTERS else code
 
 
+# Figures the platform derives itself (no host posts them, so they are not in the metric
+# table that samples are checked against), named as the measured ones are.
+DERIVED = {"stability.hour_ratio": gettext_noop("Worst hour against the best (re-tests)")}
+
+
 def label(metric: str) -> str:
     known = metrics.METRICS.get(metric)
-    return _(known.label) if known else metric
+    if known:
+        return _(known.label)
+    return _(DERIVED[metric]) if metric in DERIVED else metric
 
 
 def about(metric: str) -> str:

@@ -66,6 +66,15 @@ def test_a_history_point_per_measurement_at_its_date() -> None:
     assert abs((cx[2] - cx[1]) - 2 * (cx[1] - cx[0])) < 1.0
 
 
+def test_a_history_of_one_day_is_ticked_and_titled_by_time_of_day() -> None:
+    # Before (#34): 15:15, 15:17, 15:18 ticked under the axis title "date measured".
+    start = datetime(2026, 12, 3, 15, 15, tzinfo=UTC)
+    svg = line_chart([(start, 1.0), (start + timedelta(minutes=2), 2.0)], "ms", "TCP RTT",
+                     "date measured", time_title="time measured on %(date)s")
+    assert {"15:15", "15:17"} <= set(texts(svg, "tick"))
+    assert texts(svg, "axis-label")[0] == "time measured on 2026-12-03"
+
+
 def test_price_against_score_marks_the_cheap_and_good_corner() -> None:
     svg = scatter_chart([Point("cheap-good", 10_000, 90), Point("dear-poor", 40_000, 30),
                          Point("mid", 20_000, 60)], "price (CNY/month)", "score", "cheap and good",

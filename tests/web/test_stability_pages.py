@@ -266,3 +266,17 @@ def test_the_compare_page_shows_each_nodes_stability_over_the_day(
     assert 'class="badge stability stable"' in dedicated
     zh = get(f"/zh-hans/compare/?nodes={ids}")
     assert "随时段波动" in zh and "20:00-23:00" in zh
+
+
+def test_the_node_pages_score_card_shows_the_stability_its_chart_is_drawn_from(
+        re_tested: dict[str, Enrolled]) -> None:
+    # Before (#34): the chart showed 0.94 against 0.3 Gbit/s by hour while the score card
+    # said 全天稳定性 未测量 (not measured), its metric a raw id, and ratios read "94% %".
+    html = get(f"/zh-hans/nodes/{re_tested['shared'].node.pk}/?profile=quick")
+    row = re.search(r'<tr title="[^"]*"><td>全天稳定性<br>(.*?)</tr>', html, re.S)
+    assert row, text(html)[:2000]
+    cells = text(row.group(1))
+    assert "最差时段与最佳时段之比（复测）" in cells and "stability.hour_ratio" not in cells
+    assert "32%" in cells and "≥ 80%" in cells and "未测量" not in cells, cells  # 0.3 / 0.94
+    assert 'title="不计入">–<' in row.group(1)  # unweighted: shown, counted in no score
+    assert not re.search(r"%\s*(<[^>]+>\s*)*%", html)  # no doubled percent sign

@@ -67,7 +67,8 @@ def histories(node: Node, viewer: Any = None) -> list[dict[str, Any]]:
                   for p in history(node, name, viewer=viewer) if p["measured_at"]]
         if points:
             out.append({"metric": name, "label": words.label(name), "svg": charts.line_chart(
-                points, unit_of(name), words.label(name), _("date measured"))})
+                points, unit_of(name), words.label(name), _("date measured"),
+                time_title=_("time measured on %(date)s"))})
     return out
 
 
@@ -80,9 +81,11 @@ def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
     for part in score.PARTS:
         metric = next((m for m in part.metrics if m in values), part.metrics[0])
         share = got.get(part.name)
+        shown, target = score_figure(values.get(metric), metric), score_figure(part.target, metric)
         out.append({"label": _(part.label), "why": part.why, "metric": words.label(metric),
-                    "value": figure(values.get(metric), metric), "unit": unit_of(metric),
-                    "target": ("≥ " if part.higher_is_better else "≤ ") + figure(part.target, metric),
+                    "value": shown, "target": ("≥ " if part.higher_is_better else "≤ ") + target,
+                    # A ratio reads "94%" already: no unit beside it ("94% %" was doubled).
+                    "unit": "" if target.endswith("%") else unit_of(metric),
                     "share": None if share is None else round(100 * share),
                     # Shown against its target, counted in no node's score (#32): the
                     # weight column says so in a dash, the note under the table in words.
@@ -90,6 +93,14 @@ def score_parts(values: Mapping[str, float]) -> list[dict[str, Any]]:
                     "weight": charts.number(weight.get(part.name, 0)),
                     "weight_why": score.weight_why(part.name)})
     return out
+
+
+def score_figure(value: float | None, metric: str) -> str:
+    """As the tables show it; the stability part (a ratio the platform derives, not in the
+    metric table) as a percentage, as its chart and the stability page read it."""
+    if metric == score.STABILITY and value is not None:
+        return f"{value:.0%}"
+    return figure(value, metric)
 
 
 def _gib(value: Any) -> str:
@@ -165,13 +176,18 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     stable = stability_page.node_section(node)
     findings = (diagnosis.diagnose(values) + stability_page.findings(stable)
                 + conditions.findings(conditions.of_newest_run(node.pk, profile)))
-    # Scored as the board scores it; unweighted (the default), its row reads "not measured"
-    # with no figure beside it rather than a figure it does not count.
+    # Scored as the board scores it. The score card shows the stability figure the chart
+    # below is drawn from even where it is unweighted (the default): weight –, not counted,
+    # rather than "not measured" beside a chart of its measurements.
+    shown = dict(measured)
+    hour_ratio = stability_board.score_figure(stable["figures"])
+    if hour_ratio is not None:
+        shown[score.STABILITY] = hour_ratio
     measured = stability_board.scored(measured, stable["figures"])
     return render(request, "web/node.html", {
         "node": node, "profile": profile, "latest": metric_rows(latest),
         "histories": histories(node, request.user), "score": score.score(measured),
-        "score_parts": score_parts(measured), "findings": findings, "stability": stable,
+        "score_parts": score_parts(shown), "findings": findings, "stability": stable,
         "certificate": certificate, "inventory": inventory(node.inventory),
         "link_chart": link_chart(near), "link_findings": clusters.link_findings(near),
     })
