@@ -93,10 +93,12 @@ messages: venv
 	    --ignore='tests/*' --ignore='perf/*' --ignore='lab/*' --ignore='workers/*'
 	msgfmt --check-format -o locale/zh_Hans/LC_MESSAGES/django.mo locale/zh_Hans/LC_MESSAGES/django.po
 	# benchctl's own catalogue: every module that takes _() from workers.i18n, and the
-	# estimate outcomes' wording it shares with the platform (contract/outcomes.py).
+	# estimate outcomes' wording it shares with the platform (contract/outcomes.py), and the
+	# metrics' labels and areas (contract/metrics.py, contract/areas.py), whose Chinese is the
+	# pages' own: a new label takes django.po's translation before you write one.
 	cd workers && xgettext -L Python -k_ -kgettext_noop --from-code=UTF-8 --add-location=file \
 	    -o /tmp/benchctl.pot ../contract/outcomes.py $$(cd .. && grep -rl 'from workers.i18n import' workers lab \
-	    | sort | sed 's|^workers/||; s|^lab/|../lab/|')
+	    | sort | sed 's|^workers/||; s|^lab/|../lab/|') ../contract/metrics.py ../contract/areas.py
 	msgmerge -q -U --backup=none workers/locale/zh_Hans/LC_MESSAGES/benchctl.po /tmp/benchctl.pot
 	msgfmt -c -o workers/locale/zh_Hans/LC_MESSAGES/benchctl.mo workers/locale/zh_Hans/LC_MESSAGES/benchctl.po
 
