@@ -14,7 +14,7 @@ tools:
 	@missing=""; \
 	for pair in iperf3:iperf3 fio:fio ping:iputils-ping ip:iproute2 tracepath:iputils-tracepath \
 	            traceroute:traceroute redis-server:redis-server pg_isready:postgresql-client \
-	            chromium:chromium nice:coreutils wrk:wrk docker-compose:docker-compose; do \
+	            chromium:chromium nice:coreutils wrk:wrk docker-compose:docker-compose tmux:tmux; do \
 	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
