@@ -14,7 +14,7 @@ tools:
 	@missing=""; \
 	for pair in iperf3:iperf3 fio:fio ping:iputils-ping ip:iproute2 tracepath:iputils-tracepath \
 	            traceroute:traceroute redis-server:redis-server pg_isready:postgresql-client \
-	            chromium:chromium nice:coreutils wrk:wrk docker-compose:docker-compose; do \
+	            chromium:chromium nice:coreutils wrk:wrk docker-compose:docker-compose tmux:tmux; do \
 	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
@@ -93,10 +93,12 @@ messages: venv
 	    --ignore='tests/*' --ignore='perf/*' --ignore='lab/*' --ignore='workers/*'
 	msgfmt --check-format -o locale/zh_Hans/LC_MESSAGES/django.mo locale/zh_Hans/LC_MESSAGES/django.po
 	# benchctl's own catalogue: every module that takes _() from workers.i18n, and the
-	# estimate outcomes' wording it shares with the platform (contract/outcomes.py).
+	# estimate outcomes' wording it shares with the platform (contract/outcomes.py), and the
+	# metrics' labels and areas (contract/metrics.py, contract/areas.py), whose Chinese is the
+	# pages' own: a new label takes django.po's translation before you write one.
 	cd workers && xgettext -L Python -k_ -kgettext_noop --from-code=UTF-8 --add-location=file \
 	    -o /tmp/benchctl.pot ../contract/outcomes.py $$(cd .. && grep -rl 'from workers.i18n import' workers lab \
-	    | sort | sed 's|^workers/||; s|^lab/|../lab/|')
+	    | sort | sed 's|^workers/||; s|^lab/|../lab/|') ../contract/metrics.py ../contract/areas.py
 	msgmerge -q -U --backup=none workers/locale/zh_Hans/LC_MESSAGES/benchctl.po /tmp/benchctl.pot
 	msgfmt -c -o workers/locale/zh_Hans/LC_MESSAGES/benchctl.mo workers/locale/zh_Hans/LC_MESSAGES/benchctl.po
 

@@ -179,6 +179,10 @@ ABOUT = {
 _METRICS = [replace(m, about=ABOUT.get(m.name, "")) for m in _METRICS]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 
+# The words among the units, translated where a unit is shown; symbols (ms, GB/s) stay.
+UNIT_WORDS = {"count": gettext_noop("count"), "ratio": gettext_noop("ratio"),
+              "samples/s": gettext_noop("samples/s"), "files/s": gettext_noop("files/s")}
+
 
 # A figure belongs to what was measured. These are of a link between two nodes (stored as
 # link results, board.LinkResult); a multi-node job's training figures are of its node set

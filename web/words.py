@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from contract import metrics
+from contract.metrics import UNIT_WORDS
 
 # Regions are data (an operator enrols them in English); these are the ones the service
 # covers and its neighbours. A region not listed here shows as entered.
@@ -86,10 +87,6 @@ def unit(metric: str) -> str:
     """The unit as shown: symbols stay, the words among them are translated."""
     known = metrics.METRICS.get(metric)
     return unit_word(known.unit) if known else ""
-
-
-UNIT_WORDS = {"count": gettext_noop("count"), "ratio": gettext_noop("ratio"),
-              "samples/s": gettext_noop("samples/s"), "files/s": gettext_noop("files/s")}
 
 
 def unit_word(symbol: str) -> str:

@@ -6,7 +6,7 @@ compiled to benchctl.mo beside it. The .mo is kept in the repository so that an 
 benchctl needs no msgfmt. After changing a marked message:
 
     cd workers && xgettext -L Python -k_ -kgettext_noop --from-code=UTF-8 --add-location=file \
-        -o /tmp/benchctl.pot cli.py buyer/*.py
+        -o /tmp/benchctl.pot cli.py buyer/*.py ../contract/metrics.py ../contract/areas.py
     cd locale/zh_Hans/LC_MESSAGES && msgmerge -U --backup=none benchctl.po /tmp/benchctl.pot
     msgfmt -c -o benchctl.mo benchctl.po
 

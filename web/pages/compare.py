@@ -9,7 +9,6 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
 
 from board import clusters, diagnosis, score, stability_board
 from board.estimate_board import Selection
@@ -23,6 +22,7 @@ from board.ranking import (
     profile_for,
 )
 from contract import metrics
+from contract.areas import AREAS, area_of
 from fleet.models import Node
 from web import charts, stability_page, words
 from web.page import (
@@ -145,23 +145,6 @@ def gpu_words(node: Node, values: dict[str, float]) -> str:
     if gpu_unmeasured(node, values):
         return _("%(model)s (GPU not measured)") % {"model": node.gpu_model}
     return node.gpu_model
-
-
-# The areas a buyer weighs, in the page's order: each metric in the first whose test it
-# passes (the cluster's own figures are training's).
-AREAS: list[tuple[str, str, Any]] = [
-    ("network", gettext_noop("Network"),
-     lambda m: m.startswith("network.") or m == clusters.SLOWEST_LINK),
-    ("data-loading", gettext_noop("Data loading"),
-     lambda m: "dataloader" in m or m in ("storage.smallfile_read", "storage.packedfile_read")),
-    ("storage", gettext_noop("Storage"), lambda m: m.startswith("storage.")),
-    ("training", gettext_noop("Training"), lambda m: m.startswith("training.")),
-    ("gpu", gettext_noop("GPU"), lambda m: m.startswith("gpu.")),
-    ("other", gettext_noop("Other"), lambda m: True)]
-
-
-def area_of(metric: str) -> str:
-    return next(key for key, _label, test in AREAS if test(metric))
 
 
 def comparison(found: list[Candidate]) -> dict[str, Any]:

@@ -197,3 +197,12 @@ def leaderboard(client: Client, metric: str, region: str, fmt: str) -> list[dict
              "region": f"{r['node']['province']}/{r['node']['city']}", "value": r["value"],
              "unit": r["unit"], "p5": r["p5"], "p95": r["p95"], "score": r["score"]["value"],
              "stale": r["stale"]} for r in page["results"]]
+
+
+def leaderboard_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The board for people, narrow enough for a terminal: the value with its spread in one
+    cell (as compare shows it), the unit in the title since every row has the board's, and
+    the provider over its region in one cell (two whole names a line can break between)."""
+    return [{"rank": r["rank"], "node": r["node"], "where": f"{r['provider']} {r['region']}",
+             "value": Figure(r["value"], r["p5"], r["p95"]), "score": r["score"],
+             "stale": r["stale"]} for r in rows]

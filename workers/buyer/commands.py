@@ -151,19 +151,33 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from workers.buyer import client as client_cli
+    from workers.buyer import side_by_side
     from workers.buyer.display import print_rows
 
     rows = client_cli.compare(_client(args), [int(n) for n in args.nodes])
-    print_rows(rows, args.format, _("side by side"))
+    if args.format != "table":
+        print_rows(rows, args.format)
+        return 0
+    # The nodes go in blocks when they do not fit beside the metric and its unit; the
+    # winner, said once, beside the last block.
+    print_rows(side_by_side.table_rows(rows), "table", _("side by side"),
+               kept=["metric", "unit"], once=["winner"])
     return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from workers.buyer import client as client_cli
+    from workers.buyer import words
     from workers.buyer.display import print_rows
 
     rows = client_cli.leaderboard(_client(args), args.metric, args.region, args.format)
-    print_rows(rows, args.format, _("leaderboard: {metric}").format(metric=args.metric))
+    if args.format != "table":
+        print_rows(rows, args.format)
+        return 0
+    unit = words.unit(rows[0]["unit"]) if rows else ""
+    named = words.label(args.metric) + (f" ({unit})" if unit else "")
+    print_rows(client_cli.leaderboard_table(rows), "table",
+               _("leaderboard: {metric}").format(metric=named))
     return 0
 
 

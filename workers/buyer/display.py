@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 
 from contract import numbers
+from workers.buyer import columns
 from workers.i18n import _
 
 SIGNIFICANT = 4
@@ -67,7 +67,7 @@ def headers() -> dict[str, str]:
             "region": _("region"), "score": _("score"), "stale": _("stale"), "winner": _("winner"),
             "candidate": _("candidate"), "step_s": _("step (s)"), "hours": _("hours"),
             "cost_cny": _("cost (CNY)"), "bottleneck": _("bottleneck"), "notes": _("notes"),
-            "reason": _("reason")}
+            "reason": _("reason"), "where": f"{_('provider')} / {_('region')}"}
 
 
 def cell(value: Any) -> str:
@@ -97,7 +97,8 @@ def flat(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def print_rows(rows: list[dict[str, Any]], fmt: str, title: str = "") -> None:
+def print_rows(rows: list[dict[str, Any]], fmt: str, title: str = "",
+               kept: list[str] | None = None, once: list[str] | None = None) -> None:
     if fmt == "json":
         print(json.dumps([flat(r) for r in rows], indent=2))
         return
@@ -111,19 +112,56 @@ def print_rows(rows: list[dict[str, Any]], fmt: str, title: str = "") -> None:
         writer.writerows(flats)
         print(out.getvalue(), end="")
         return
-    table = Table(title=title or None)
+    _print_table(rows, title, kept, once)
+
+
+class Heading(str):
+    """A row that names the rows under it (compare's areas): bold, alone in its row."""
+
+
+# A row that draws a line across the table between two groups of rows.
+SECTION: dict[str, Any] = {}
+
+
+def _print_table(rows: list[dict[str, Any]], title: str, kept: list[str] | None,
+                 once: list[str] | None) -> None:
+    """On a terminal, the table fits its width: cells wrap between words, and when the
+    columns outside ``kept`` (compare's nodes) do not fit beside the kept ones, they go in
+    several blocks, one under the other, each with the kept columns, the last one with the
+    ``once`` columns too (compare's winner). In a log or a pipe,
+    which has no width to fit, each cell is whole, on one line."""
     names = headers()
-    for column in (rows[0] if rows else {"node": ""}):
-        cells = [r.get(column) for r in rows if r.get(column) not in (None, "")]
-        numeric = bool(cells) and all(_numeric(v) for v in cells)
-        # Fold, never "…": a node name cut short is another node's name.
-        table.add_column(names.get(column, column), justify="right" if numeric else "left",
-                         overflow="fold")
-    for row in rows:
-        table.add_row(*(cell(v) for v in row.values()))
-    if console.is_terminal:
-        console.print(table)
-    else:
-        # A log or a pipe has no width to fit: each cell whole, on one line.
-        natural = Measurement.get(console, console.options.update_width(1_000_000), table).maximum
-        Console(file=console.file, width=max(natural, console.width)).print(table)
+    keys = list(dict.fromkeys(key for row in rows for key in row)) or ["node"]
+    texts = {key: [cell(row.get(key)) for row in rows] for key in keys}
+    table_columns = {key: columns.Column(names.get(key, key), tuple(texts[key])) for key in keys}
+    total = console.width if console.is_terminal else 1_000_000
+    kept = keys if kept is None else [key for key in keys if key in kept]
+    last = [key for key in keys if key in (once or [])]
+    spread = [key for key in keys if key not in kept and key not in last]
+    parts = columns.blocks([table_columns[k] for k in kept], [table_columns[k] for k in spread],
+                           total, [table_columns[k] for k in last])
+    for number_of, part in enumerate(parts):
+        mine = {spread[i] for i in part} | (set(last) if number_of == len(parts) - 1 else set())
+        shown = [key for key in keys if key in kept or key in mine]
+        widths = columns.widths([table_columns[k] for k in shown], total)
+        table = Table(title=(title or None) if number_of == 0 else None)
+        for key, width in zip(shown, widths, strict=True):
+            values = [row.get(key) for row in rows if row.get(key) not in (None, "")]
+            numeric = bool(values) and all(_numeric(v) for v in values)
+            # Fold, never "…": a node name cut short is another node's name.
+            table.add_column(columns.wrap(table_columns[key].header, width), width=width,
+                             justify="right" if numeric else "left", no_wrap=True,
+                             overflow="fold")
+        for row in rows:
+            if row is SECTION:
+                table.add_section()
+                continue
+            heading = any(isinstance(v, Heading) for v in row.values())
+            table.add_row(*(columns.wrap(cell(row.get(key)), width)
+                            for key, width in zip(shown, widths, strict=True)),
+                          style="bold" if heading else None)
+        if console.is_terminal:
+            console.print(table)
+        else:
+            Console(file=console.file, width=max(columns.table_width(widths),
+                                                 console.width)).print(table)
