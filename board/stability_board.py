@@ -106,6 +106,11 @@ def data(s: Stability) -> dict[str, Any]:
             "paused_share": s.paused_share, "recurring_pause_hour": s.recurring_pause_hour}
 
 
+def times(factor: float) -> str:
+    """"3x" in English, "3 倍" in Chinese."""
+    return _("%(n)sx") % {"n": f"{factor:.0f}"}
+
+
 def finding(metric: str, s: Stability) -> Finding | None:
     """In words: "TCP throughput varies 38% across the day, lowest at 20:00-23:00: likely
     shared bandwidth"; "4 KiB random read IOPS varies 3x between re-tests: likely shared or
@@ -113,7 +118,7 @@ def finding(metric: str, s: Stability) -> Finding | None:
     if s.verdict not in (VARIES_BY_HOUR, VARIES) or metric not in WATCHED:
         return None
     spread = s.spread or 1.0
-    amount = f"{spread:.0f}x" if spread >= 2 else f"{1 - 1 / spread:.0%}"
+    amount = times(spread) if spread >= 2 else f"{1 - 1 / spread:.0%}"
     label = metrics.METRICS[metric].label
     storage = WATCHED[metric] == "storage"
     if s.verdict == VARIES_BY_HOUR:
@@ -125,7 +130,7 @@ def finding(metric: str, s: Stability) -> Finding | None:
     else:
         between = s.value_spread or 1.0
         verdict = _("%(what)s varies %(amount)s between re-tests") % {
-            "what": _(label), "amount": f"{between:.0f}x" if between >= 2 else f"{s.cv or 0:.0%}"}
+            "what": _(label), "amount": times(between) if between >= 2 else f"{s.cv or 0:.0%}"}
     verdict += _(": ") + (_("likely shared or network storage") if storage
                        else _("likely shared bandwidth"))
     advice = (_("ask the provider whether the disk is local and dedicated; keep hot data on "

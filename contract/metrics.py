@@ -181,7 +181,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 
 # The words among the units, translated where a unit is shown; symbols (ms, GB/s) stay.
 UNIT_WORDS = {"count": gettext_noop("count"), "ratio": gettext_noop("ratio"),
-              "samples/s": gettext_noop("samples/s"), "files/s": gettext_noop("files/s")}
+              "samples/s": gettext_noop("samples/s"), "files/s": gettext_noop("files/s"),
+              # Stored as fio writes it; shown as people write it (微秒 in Chinese).
+              "us": gettext_noop("µs")}
 
 
 # A figure belongs to what was measured. These are of a link between two nodes (stored as

@@ -91,13 +91,16 @@ def board_marks(board: Sequence[Entry], now: datetime | None = None) -> list[dic
 
 def mark(metric: str, s: Stability | None, pause: RetestPause | None) -> dict[str, Any]:
     out: dict[str, Any] = {"verdict": "", "badge": "", "title": _("not re-tested yet"),
-                           "paused": pause is not None, "paused_title": ""}
+                           "paused": pause is not None, "paused_title": "", "pause_reason": ""}
     if s is not None and re_tested(s):
         out.update(verdict=s.verdict, badge=stability_board.badge(s), title="; ".join(
             x for x in [counts(s), worst_against_best(metric, s), *held_back(s)] if x))
     if pause is not None:
+        # The provider's reason is its own text, in its own language: shown beside the
+        # badge, marked as such (translate="no"), not inside a tooltip of the page's language.
         out["paused_title"] = _("re-tests paused by the provider until %(end)s") % {
-            "end": when(pause.end)} + (f": {pause.reason}" if pause.reason else "")
+            "end": when(pause.end)}
+        out["pause_reason"] = pause.reason
     return out
 
 

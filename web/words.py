@@ -62,8 +62,61 @@ def tier(code: str) -> str:
     return _(TIERS[code]) if code in TIERS else code
 
 
-def requester(code: str) -> str:
-    return _(REQUESTERS[code]) if code in REQUESTERS else code
+EVIDENCE = {"platform-verified": gettext_noop(
+    "the platform's reference endpoint recorded this test itself"),
+    "buyer-measured": gettext_noop("measured by a buyer's trial agent on the node, which only "
+                                   "that buyer holds"),
+    "host-reported": gettext_noop("reported by the provider's host: the platform cannot vouch "
+                                  "for it")}
+
+
+def evidence(grade: str) -> str:
+    """What an evidence grade means, for its badge's tooltip (the stored source is English
+    text of the platform's and stays in the API)."""
+    return _(EVIDENCE.get(grade, EVIDENCE["host-reported"]))
+
+
+def requester(codes: str) -> str:
+    """Who asked for the runs behind a figure: one code, or several joined by commas (a
+    board value pooled from the runs of several requesters)."""
+    return _(", ").join(_(REQUESTERS[c]) if c in REQUESTERS else c for c in codes.split(","))
+
+
+# Test profiles and suites by their Chinese (or plain English) names; the code stays in the
+# API and the URL.
+PROFILES = {"default": gettext_noop("standard"), "quick": gettext_noop("quick"),
+            "retest": gettext_noop("re-test")}
+SUITES = {"network": gettext_noop("network tests"), "storage": gettext_noop("storage tests"),
+          "training": gettext_noop("training tests"), "gpu": gettext_noop("GPU tests"),
+          "full": gettext_noop("full suite"), "retest": gettext_noop("re-test suite"),
+          "noop": gettext_noop("no-op test")}
+
+
+# The published certification profiles' titles (certification/profiles.yaml names them).
+CERTIFICATION_PROFILES = {"single-node-training": gettext_noop("Single-node training"),
+                          "multi-node-training": gettext_noop("Multi-node training")}
+
+
+def certification_profile(name: str) -> str:
+    return _(CERTIFICATION_PROFILES[name]) if name in CERTIFICATION_PROFILES else name
+
+
+def profile(code: str) -> str:
+    return _(PROFILES[code]) if code in PROFILES else code
+
+
+def suite(code: str) -> str:
+    return _(SUITES[code]) if code in SUITES else code
+
+
+def peer(name: str, cities: dict[str, str]) -> str:
+    """Whom a figure was measured towards: another node by its name, or the platform's
+    reference of a region ("reference:REGION:NAME", contract/run_spec.py) by its city."""
+    kind, _sep, rest = name.partition(":")
+    if kind != "reference":
+        return name
+    code = rest.partition(":")[0]
+    return _("the %(city)s reference") % {"city": place(cities.get(code, code))}
 
 
 # Figures the platform derives itself (no host posts them, so they are not in the metric

@@ -68,7 +68,7 @@ def test_the_board_has_a_job_form_that_asks_the_estimate_page(two: Any) -> None:
         assert presets == list(estimate.presets())
         # The board's own region choices: provinces and region codes.
         assert 'value="guangdong"' in form.group(2) and 'value="hangzhou"' in form.group(2)
-    assert "按我的训练任务排序" in get("/zh-hans/")
+    assert "按我的训练作业排序" in get("/zh-hans/")
 
 
 def test_the_page_ranks_candidates_as_estimate_board_does(two: Any) -> None:
@@ -91,6 +91,13 @@ def test_the_page_ranks_candidates_as_estimate_board_does(two: Any) -> None:
     assert slow_row and "gradient sync: " in slow_row.group(1)
     assert "would cut the job from" in slow_row.group(1)
     assert "4x gradient accumulation: " in slow_row.group(1)
+    # A what-if is listed only where it pays (#34: 4x accumulation on a node it does not help
+    # repeated the base figures), with what it saves.
+    for row in (slow_row.group(1), re.search(
+            rf'data-candidate="cluster-{fast.pk}">(.*?)</tr>', cheapest, re.S).group(1)):
+        listed = re.search(r'<td class="what-ifs">(.*?)</td>', row, re.S).group(1)
+        saved = [int(p) for p in re.findall(r"\((\d+)% less\)", listed)]
+        assert all(p >= 5 for p in saved) and (saved or "no change pays" in listed), listed
     # The input path has no figure on the board: counted as 0, and said so.
     assert "Not measured, counted as 0: input stall" in slow_row.group(1)
     # A cluster has no page of its own: its name opens the compare page, this job with it.

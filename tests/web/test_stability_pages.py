@@ -131,7 +131,7 @@ def test_the_node_page_charts_the_figure_by_hour_and_names_the_worst_hours(
              "TCP throughput varies 3x across the day, worst at 20:00-23:00: likely shared "
              "bandwidth"),
             ("zh-hans", "TCP 吞吐量 (Gbit/s)", "随时段波动",
-             "TCP 吞吐量在一天中波动 3x，最差时段为 20:00-23:00：可能是共享带宽")):
+             "TCP 吞吐量在一天中波动 3 倍，最差时段为 20:00-23:00：可能是共享带宽")):
         html = get(f"/{lang}/nodes/{node.pk}/")
         found = card(html, "network.tcp_throughput")
         assert f'<span class="badge stability varies-by-hour">{badge}</span>' in found

@@ -248,7 +248,7 @@ def test_a_chinese_locale_gets_chinese_headers_title_and_sentences(
     assert done.returncode == 0, done.stderr
     (table,) = tables(done.stdout)
     assert table["title"] == "gpt2-medium：20,000 步，2 个节点，每节点 1 块 GPU，按费用排序"
-    assert table["headers"] == ["排名", "候选", "提供商", "地区", "每步（秒）", "小时",
+    assert table["headers"] == ["排名", "候选", "服务商", "地区", "每步（秒）", "小时",
                                 "费用（元）", "瓶颈", "备注"]
     second = table["rows"][1]
     assert second[7].startswith("梯度同步：占每步的 ")

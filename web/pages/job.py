@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
 
+from fleet.models import Region
 from jobs.models import BenchmarkJob
 from web import words
 from web.page import (
@@ -20,6 +21,7 @@ from web.page import (
 
 def job_results(job: BenchmarkJob) -> list[dict[str, Any]]:
     """Each run's figures, by node, with a link to the node's page."""
+    cities = dict(Region.objects.values_list("code", "city"))
     out = []
     for run in job.runs.select_related("node").prefetch_related("samples").order_by("node__name"):  # type: ignore[attr-defined]
         samples = sorted(run.samples.all(), key=lambda s: (s.metric, str(s.metadata.get("peer", ""))))
@@ -27,7 +29,7 @@ def job_results(job: BenchmarkJob) -> list[dict[str, Any]]:
                     "state": words.state(run.status),
                     "samples": [{"label": words.label(s.metric), "metric": s.metric,
                                  "value": figure(s.value, s.metric), "unit": unit_of(s.metric),
-                                 "peer": s.metadata.get("peer", ""),
+                                 "peer": words.peer(str(s.metadata.get("peer", "")), cities),
                                  "spread": f"{figure(s.p5, s.metric)}–{figure(s.p95, s.metric)}"
                                  if s.p5 is not None else ""}
                                 for s in samples]})
