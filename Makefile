@@ -98,7 +98,7 @@ messages: venv
 	# pages' own: a new label takes django.po's translation before you write one.
 	cd workers && xgettext -L Python -k_ -kgettext_noop --from-code=UTF-8 --add-location=file \
 	    -o /tmp/benchctl.pot ../contract/outcomes.py $$(cd .. && grep -rl 'from workers.i18n import' workers lab \
-	    | sort | sed 's|^workers/||; s|^lab/|../lab/|') ../contract/metrics.py ../contract/areas.py
+	    | sort | sed 's|^workers/||; s|^lab/|../lab/|') ../contract/metrics.py ../contract/areas.py ../contract/places.py
 	msgmerge -q -U --backup=none workers/locale/zh_Hans/LC_MESSAGES/benchctl.po /tmp/benchctl.pot
 	msgfmt -c -o workers/locale/zh_Hans/LC_MESSAGES/benchctl.mo workers/locale/zh_Hans/LC_MESSAGES/benchctl.po
 

@@ -158,6 +158,7 @@ class CandidateSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     provider = serializers.CharField()
     region = serializers.CharField()
+    city = serializers.CharField(required=False, help_text="the region's city, in English")
     nodes = serializers.ListField(child=serializers.DictField())
     price_cny_month = serializers.IntegerField(allow_null=True)
     profile = serializers.CharField()

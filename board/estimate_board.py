@@ -78,6 +78,9 @@ class Candidate:
     # Its nodes' links over the day (the re-tests'), and a multi-node job at their worst
     # and best hours of the day (board.hours).
     days: list[Stability] = field(default_factory=list)
+    # The region's city as enrolled (in English): what the verdict's sentences name, in the
+    # reader's language (the code, "hangzhou", was shown on Chinese pages and in benchctl).
+    city: str = ""
     links: dict[int, float] = field(default_factory=dict)  # node -> its board MODELLED_LINK
     by_hour: dict[str, AtHours] = field(default_factory=dict)
 
@@ -228,7 +231,7 @@ def node_candidate(node: Node, profile: str) -> Candidate:
     return Candidate("node", node.pk, node.name, node.provider.name, node.region.code,
                      [{"id": node.pk, "name": node.name, "gpu_model": node.gpu_model}],
                      node.monthly_price_cny,
-                     profile=profile, on_cpu=not node.claims_gpu)
+                     profile=profile, on_cpu=not node.claims_gpu, city=node.region.city)
 
 
 def cluster_candidate(result: ClusterResult) -> Candidate:
@@ -240,7 +243,8 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
                      [{"id": n.pk, "name": n.name, "gpu_model": n.gpu_model} for n in members],
                      sum(p for p in prices if p) if members and all(prices) else None,
                      profile=result.profile,
-                     on_cpu=any(not n.claims_gpu for n in members))
+                     on_cpu=any(not n.claims_gpu for n in members),
+                     city=result.region.city if result.region else "")
 
 
 # --- what was measured ---------------------------------------------------------------------
@@ -414,7 +418,7 @@ def at_hours_data(a: AtHours) -> dict[str, Any]:
 
 def candidate_data(c: Candidate) -> dict[str, Any]:
     return {"rank": c.rank or None, "kind": c.kind, "id": c.id, "name": c.name,
-            "provider": c.provider, "region": c.region, "nodes": c.nodes,
+            "provider": c.provider, "region": c.region, "city": c.city, "nodes": c.nodes,
             "price_cny_month": c.price_cny_month, "profile": c.profile, "on_cpu": c.on_cpu,
             "copies": c.copies, "modelled": c.modelled,
             "by_hour": {k: at_hours_data(a) for k, a in c.by_hour.items()},

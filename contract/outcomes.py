@@ -163,11 +163,13 @@ NO_CANDIDATE = gettext_noop(
 
 def pick_sentence(p: Mapping[str, Any], number: Callable[[float], str],
                   gettext: Gettext = _same) -> str:
-    """One candidate in a sentence: "hz-a100-01 (West Lake DC, hangzhou): 12.5 h and 428 CNY
+    """One candidate in a sentence: "hz-a100-01 (West Lake DC, Hangzhou): 12.5 h and 428 CNY
     for the job, 4.5 s a step; compute bounds the step...; figures verified by the platform;
     stable over the day. check first: ..."."""
     c, e = p["candidate"], p["candidate"]["estimate"]
-    place = {"name": c["name"], "provider": c["provider"] or "-", "region": c["region"] or "-",
+    # The city in the reader's language where the answer names it (older answers: the code).
+    region = gettext(c["city"]) if c.get("city") else c["region"] or "-"
+    place = {"name": c["name"], "provider": c["provider"] or "-", "region": region,
              "hours": number(e["hours"]), "step": number(e["step_s"])}
     text = (gettext(PICK).format(**place, cost=number(e["cost_cny"]))
             if e["cost_cny"] is not None else gettext(PICK_NO_PRICE).format(**place))

@@ -12,20 +12,7 @@ from django.utils.translation import gettext_noop
 
 from contract import metrics
 from contract.metrics import UNIT_WORDS
-
-# Regions are data (an operator enrols them in English); these are the ones the service
-# covers and its neighbours. A region not listed here shows as entered.
-PLACES = [
-    gettext_noop("Zhejiang"), gettext_noop("Hangzhou"), gettext_noop("Ningbo"),
-    gettext_noop("Wenzhou"), gettext_noop("Shaoxing"), gettext_noop("Jiaxing"),
-    gettext_noop("Huzhou"), gettext_noop("Jinhua"), gettext_noop("Taizhou"),
-    gettext_noop("Guangdong"), gettext_noop("Shenzhen"), gettext_noop("Guangzhou"),
-    gettext_noop("Dongguan"), gettext_noop("Foshan"), gettext_noop("Shanghai"),
-    gettext_noop("Jiangsu"), gettext_noop("Suzhou"), gettext_noop("Nanjing"),
-    gettext_noop("Beijing"), gettext_noop("Hebei"), gettext_noop("Zhangjiakou"),
-    gettext_noop("Inner Mongolia"), gettext_noop("Ulanqab"), gettext_noop("Guizhou"),
-    gettext_noop("Gui'an"), gettext_noop("Sichuan"), gettext_noop("Chengdu"),
-]
+from contract.places import PLACES as PLACES  # the pages translate them (place())
 
 KINDS = {"local_dc": gettext_noop("local data centre"), "cloud": gettext_noop("cloud")}
 

@@ -27,6 +27,8 @@ def test_recommend_names_the_picks_and_the_node_to_avoid_in_both_languages(
     assert zh.returncode == 0, zh.stderr
     assert "去哪里租" in zh.stdout and "不建议租用：" in zh.stdout
     assert "链路只有 0.19 Gbit/s，梯度同步将占每步时间的" in zh.stdout, zh.stdout
+    # The region by its city in Chinese, not its code (#34: "hangzhou" in the Chinese verdict).
+    assert "1. steady（" in zh.stdout and "，杭州）" in zh.stdout and "hangzhou" not in zh.stdout
     # For machines: the platform's answer as it is.
     raw = json.loads(benchctl("recommend", "--evidence", "any", "--format", "json",
                               **platform).stdout)
