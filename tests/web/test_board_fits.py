@@ -27,13 +27,16 @@ LANGS = (("zh-hans", "zh-CN"), ("en", "en-US"))
 
 # Every visible header and cell of the board, with its right edge and its width.
 BOXES = """() => [...document.querySelectorAll('#leaderboard th, #leaderboard td')]
-  .filter(e => e.getClientRects().length)
+  .filter(e => e.getBoundingClientRect().width > 1)
   .map(e => { const r = e.getBoundingClientRect();
               return {cls: e.className, text: e.textContent.trim().slice(0, 30), left: r.left,
                       right: r.right, width: r.width}; })"""
 
-HIDDEN_MORE = """() => [...document.querySelectorAll('#leaderboard .more')]
-  .map(e => e.getClientRects().length === 0)"""
+# Folded out of sight (a pixel, clipped), still in the table for a screen reader or a copy.
+HIDDEN_MORE = """() => [...document.querySelectorAll('#leaderboard .more')].map(e => {
+  const r = e.getBoundingClientRect();
+  return r.width <= 1 && r.height <= 1 && getComputedStyle(e).clipPath !== 'none';
+})"""
 
 # Each header word on one line: one box, no taller than a line and a half.
 HEADER_LINES = """() => [...document.querySelectorAll(
@@ -79,6 +82,7 @@ def test_the_decision_columns_fit_at_1366_and_the_rest_wait_behind_more_columns(
         assert tab.locator("#filters").is_visible()  # wide screens: the filters unfolded
         tab.click("label[for=more-columns]")
         assert not any(tab.evaluate(HIDDEN_MORE)), lang
+        tab.locator("#leaderboard").screenshot(path=str(SHOTS / f"board-fit-{lang}-1366-more.png"))
         assert tab.locator("#leaderboard th.more a[data-metric]").count() >= 4
         measured = tab.locator("#leaderboard td.measured").first
         assert measured.evaluate("e => getComputedStyle(e).whiteSpace") == "nowrap"
