@@ -66,7 +66,7 @@ def text(html: str) -> str:
 def stability_cell(html: str, node: str) -> str:
     row = re.search(rf'<tr data-node="{node}">(.*?)</tr>', html, re.S)
     assert row, f"no row for {node}"
-    cell = re.search(r'<td class="stability">(.*?)</td>', row.group(1), re.S)
+    cell = re.search(r'<td class="stability"[^>]*>(.*?)</td>', row.group(1), re.S)
     assert cell, f"no stability cell for {node}"
     return cell.group(1)
 

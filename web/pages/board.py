@@ -77,7 +77,8 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
         low, high = e.row.p5, e.row.p95
         rows.append({
             "entry": e, "tier": tiers.get(e.row.node_id),
-            "cells": [{"text": figure(cells[m][i], m), "best": i in winners[m]} for m in shown],
+            "cells": [{"text": figure(cells[m][i], m), "best": i in winners[m],
+                       "label": label_of(m), "unit": unit_of(m)} for m in shown],
             "spread": None if low is None or high is None else {
                 "left": 100 * low / top, "width": max(1.0, 100 * (high - low) / top),
                 "mark": 100 * e.row.value / top, "text": f"{figure(low)}–{figure(high)}"},
