@@ -6,6 +6,7 @@ what an (untrusted) host posts against the same table.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 
@@ -184,6 +185,18 @@ UNIT_WORDS = {"count": gettext_noop("count"), "ratio": gettext_noop("ratio"),
               "samples/s": gettext_noop("samples/s"), "files/s": gettext_noop("files/s"),
               # Stored as fio writes it; shown as people write it (微秒 in Chinese).
               "us": gettext_noop("µs")}
+
+
+def label(metric: str, gettext: Callable[[str], str]) -> str | None:
+    """The metric's label in the reader's language (the web's gettext or benchctl's); None
+    for a metric this table does not know."""
+    known = METRICS.get(metric)
+    return gettext(known.label) if known else None
+
+
+def unit_word(symbol: str, gettext: Callable[[str], str]) -> str:
+    """A unit as shown: symbols stay, the words among them are translated."""
+    return gettext(UNIT_WORDS[symbol]) if symbol in UNIT_WORDS else symbol
 
 
 # A figure belongs to what was measured. These are of a link between two nodes (stored as

@@ -11,8 +11,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from contract import metrics
-from contract.metrics import UNIT_WORDS
-from contract.places import PLACES as PLACES  # the pages translate them (place())
 
 KINDS = {"local_dc": gettext_noop("local data centre"), "cloud": gettext_noop("cloud")}
 
@@ -112,9 +110,9 @@ DERIVED = {"stability.hour_ratio": gettext_noop("Worst hour against the best (re
 
 
 def label(metric: str) -> str:
-    known = metrics.METRICS.get(metric)
-    if known:
-        return _(known.label)
+    known = metrics.label(metric, _)
+    if known is not None:
+        return known
     return _(DERIVED[metric]) if metric in DERIVED else metric
 
 
@@ -130,4 +128,4 @@ def unit(metric: str) -> str:
 
 
 def unit_word(symbol: str) -> str:
-    return _(UNIT_WORDS[symbol]) if symbol in UNIT_WORDS else symbol
+    return metrics.unit_word(symbol, _)

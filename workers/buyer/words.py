@@ -14,13 +14,11 @@ AREA_LABELS = {key: label for key, label, _test in areas.AREAS}
 
 
 def label(metric: str) -> str:
-    known = metrics.METRICS.get(metric)
-    return _(known.label) if known else metric
+    return metrics.label(metric, _) or metric
 
 
 def unit(symbol: str) -> str:
-    """The unit as shown: symbols stay, the words among them are translated."""
-    return _(metrics.UNIT_WORDS[symbol]) if symbol in metrics.UNIT_WORDS else symbol
+    return metrics.unit_word(symbol, _)
 
 
 def area(metric: str) -> str:
