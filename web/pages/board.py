@@ -67,6 +67,8 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
     cells[metric.name] = [e.row.value for e in board]
     shown = [m for m in names if any(v is not None for v in cells[m])] or [metric.name]
     winners = {m: best_of(cells[m], clusters.higher_is_better(m)) for m in shown}
+    # Each column's words once (a phone's card labels its cells with them), not once a row.
+    words_of = {m: {"label": label_of(m), "unit": unit_of(m)} for m in shown}
     top = max([e.row.p95 or e.row.value for e in board] or [0.0]) or 1.0
     tiers = newest_valid(e.row.node_id for e in board)
     prices = [e.price_per_score for e in board]
@@ -77,8 +79,8 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
         low, high = e.row.p5, e.row.p95
         rows.append({
             "entry": e, "tier": tiers.get(e.row.node_id),
-            "cells": [{"text": figure(cells[m][i], m), "best": i in winners[m],
-                       "label": label_of(m), "unit": unit_of(m)} for m in shown],
+            "cells": [{"text": figure(cells[m][i], m), "best": i in winners[m], **words_of[m]}
+                      for m in shown],
             "spread": None if low is None or high is None else {
                 "left": 100 * low / top, "width": max(1.0, 100 * (high - low) / top),
                 "mark": 100 * e.row.value / top, "text": f"{figure(low)}–{figure(high)}"},
