@@ -137,7 +137,7 @@ def test_only_the_nodes_provider_can_ask(buyer: Any, enrol_node: Any) -> None:
 def issued(provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
            django_capture_on_commit_callbacks: Any, tmp_path: Path) -> tuple[dict[str, Any], Path]:
     cert_request = certify(provider_owner, enrol_node("hz-1"), GOOD, django_capture_on_commit_callbacks)
-    assert cert_request.certificate is not None
+    assert cert_request.certificate is not None, cert_request.outcome
     body = provider_owner.client().get(f"/api/v1/certificates/{cert_request.certificate.pk}").json()
     pem = tmp_path / "platform.pub.pem"
     pem.write_bytes(signing.public_pem())

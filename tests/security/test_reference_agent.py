@@ -119,7 +119,8 @@ def test_a_post_past_the_bounds_is_refused_whole(reference_agent: Any, live_serv
 
 
 def test_while_the_agent_is_down_figures_stay_claims_and_its_restart_loses_no_record(
-        buyer: Any, enrol_node: Any, reference_agent: Any) -> None:
+        buyer: Any, enrol_node: Any, reference_agent: Any, settings: Any) -> None:
+    settings.REFERENCE_RECORDS_WAIT_S = 5.0  # the production default (config.settings)
     reference_agent.proc.stop()
     node = enrol_node("hz-1")
     job, _ = submission.submit(buyer.user, [node.node.pk], "network", profile="quick")
