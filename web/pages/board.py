@@ -25,6 +25,7 @@ from board.ranking import (
     groups,
     host_reported,
     node_values,
+    profile_for,
     ranked,
 )
 from contract import metrics
@@ -209,5 +210,17 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "link_findings": clusters.link_findings(board_links),
         "job_form": estimates.form(request.GET), "verdict": found,
         "stability_days": settings.STABILITY_WINDOW_DAYS,
+        **profile_choices(filters, profile),
     }, status=400 if problem else 200)
+
+
+def profile_choices(filters: Filters, profile: str) -> dict[str, Any]:
+    """The test profiles to choose from, by their names in the reader's language (a text
+    box showed the raw id "default" as its placeholder, #34), and the one the board ranks
+    when none is chosen: the most measured for the metric."""
+    codes = [c for c in words.PROFILES if c != "retest"]  # re-tests are the stability chart's
+    if filters.profile and filters.profile not in codes:
+        codes.append(filters.profile)  # a link with another profile keeps it
+    busiest = profile_for(Filters(metric=filters.metric)) if filters.profile else profile
+    return {"profile_codes": codes, "busiest_profile": busiest}
 
