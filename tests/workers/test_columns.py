@@ -106,3 +106,18 @@ def test_the_leaderboard_fits_100_columns_with_the_unit_in_its_title(
     shown = out.getvalue()
     assert max(columns.width(line) for line in shown.splitlines()) <= 100
     assert all(node in shown for node in NODES) and "9.41 (9.1–9.62)" in shown
+
+
+def test_the_leaderboards_places_are_in_the_readers_language() -> None:
+    rows = [{"rank": 1, "node": "hz-1", "provider": "West Lake DC", "region": "Zhejiang/Hangzhou",
+             "value": 9.41, "unit": "Gbit/s", "p5": None, "p95": None, "score": 80.0,
+             "stale": False},
+            {"rank": 2, "node": "xx-1", "provider": "Far Away", "region": "Atlantis/Poseidonia",
+             "value": 1.0, "unit": "Gbit/s", "p5": None, "p95": None, "score": 10.0,
+             "stale": False}]
+    i18n.activate(i18n.CHINESE)
+    # The provider's name is its own; the places are the platform's words.
+    assert [r["where"] for r in client.leaderboard_table(rows)] == [
+        "West Lake DC 浙江省/杭州", "Far Away Atlantis/Poseidonia"]
+    i18n.activate(i18n.ENGLISH)
+    assert client.leaderboard_table(rows)[0]["where"] == "West Lake DC Zhejiang/Hangzhou"

@@ -18,7 +18,7 @@ import requests
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from contract import metrics
-from workers.buyer import display
+from workers.buyer import display, words
 from workers.buyer.display import Figure
 from workers.errors import CliError
 from workers.i18n import _
@@ -203,6 +203,7 @@ def leaderboard_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The board for people, narrow enough for a terminal: the value with its spread in one
     cell (as compare shows it), the unit in the title since every row has the board's, and
     the provider over its region in one cell (two whole names a line can break between)."""
-    return [{"rank": r["rank"], "node": r["node"], "where": f"{r['provider']} {r['region']}",
+    return [{"rank": r["rank"], "node": r["node"],
+             "where": f"{r['provider']} {words.region(r['region'])}",
              "value": Figure(r["value"], r["p5"], r["p95"]), "score": r["score"],
              "stale": r["stale"]} for r in rows]

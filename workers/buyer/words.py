@@ -8,6 +8,7 @@ platform's) shows as its id.
 from __future__ import annotations
 
 from contract import areas, metrics
+from contract.places import PLACES
 from workers.i18n import _
 
 AREA_LABELS = {key: label for key, label, _test in areas.AREAS}
@@ -23,3 +24,9 @@ def unit(symbol: str) -> str:
 
 def area(metric: str) -> str:
     return _(AREA_LABELS[areas.area_of(metric)])
+
+
+def region(where: str) -> str:
+    """"Zhejiang/Hangzhou" (province/city, as enrolled) in the reader's language; a place
+    the list does not hold shows as enrolled."""
+    return "/".join(_(part) if part in PLACES else part for part in where.split("/"))
