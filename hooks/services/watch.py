@@ -73,4 +73,5 @@ def changes(before: Mapping[K, float], after: Mapping[K, float],
     change: it is the node's first."""
     moved = [Change(key, before[key], value) for key, value in after.items()
              if before.get(key)]
+    # "At least": 11.0 after 10.0 is a 10% move, whatever the float rounding says.
     return [c for c in moved if abs(c.fraction) >= fraction - 1e-12]

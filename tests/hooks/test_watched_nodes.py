@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from config.errors import Invalid
 from hooks.models import Delivery
 from hooks.services import delivery, watch
 from jobs.models import Run
@@ -130,7 +131,7 @@ def test_a_webhook_watches_at_most_max_nodes(buyer: Any, receiver: Receiver) -> 
     response = post(buyer, receiver.url, list(range(1, watch.MAX_NODES + 2)))
     assert response.status_code == 400
     assert "nodes" in response.json()["errors"]
-    with pytest.raises(Exception, match=f"at most {watch.MAX_NODES} nodes"):
+    with pytest.raises(Invalid, match=f"at most {watch.MAX_NODES} nodes"):
         watch.check(buyer.user, list(range(1, watch.MAX_NODES + 2)), [EVENT])
 
 
