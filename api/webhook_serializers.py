@@ -7,7 +7,8 @@ from typing import Any
 from rest_framework import serializers
 
 from hooks.models import Delivery, Webhook
-from hooks.services.events import EVENTS
+from hooks.services import watch
+from hooks.services.events import EVENTS, WATCHED
 
 
 class WebhookRequestSerializer(serializers.Serializer[Any]):
@@ -17,12 +18,26 @@ class WebhookRequestSerializer(serializers.Serializer[Any]):
     events = serializers.ListField(child=serializers.CharField(max_length=32),
                                    max_length=len(EVENTS),
                                    help_text=f"any of: {', '.join(EVENTS)}")
+    nodes = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, default=list,
+        max_length=watch.MAX_NODES,
+        help_text=f"node ids to watch for {', '.join(sorted(WATCHED))} (needed with it, at "
+                  f"most {watch.MAX_NODES}): nodes you may see")
+
+
+class WebhookChangeSerializer(serializers.Serializer[Any]):
+    active = serializers.BooleanField(help_text="true switches it on again (and forgets why "
+                                      "it was turned off); false pauses it")
 
 
 class WebhookSerializer(serializers.ModelSerializer[Webhook]):
+    nodes = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+
     class Meta:
         model = Webhook
-        fields = ["id", "url", "events", "active", "created_at"]
+        fields = ["id", "url", "events", "nodes", "active", "disabled_reason", "disabled_at",
+                  "created_at"]
+        read_only_fields = fields
 
 
 class NewWebhookSerializer(WebhookSerializer):
@@ -31,6 +46,11 @@ class NewWebhookSerializer(WebhookSerializer):
 
     class Meta(WebhookSerializer.Meta):
         fields = [*WebhookSerializer.Meta.fields, "secret"]
+
+
+class SecretSerializer(serializers.Serializer[Any]):
+    secret = serializers.CharField(help_text="the new HMAC-SHA256 key, shown this once: the "
+                                   "old one signs nothing from now on")
 
 
 class AttemptSerializer(serializers.Serializer[Any]):

@@ -60,10 +60,6 @@ class RunFigure:
     device: str = ""  # what the probe measured on (its metadata: "cpu" with no GPU)
 
 
-def worst(samples: list[dict[str, Any]], higher_is_better: bool) -> dict[str, Any]:
-    return (min if higher_is_better else max)(samples, key=lambda s: s["value"])
-
-
 # The evidence each board class keeps.
 CLASSES = {LatestResult.VERIFIED: (Sample.PLATFORM_VERIFIED,),
            LatestResult.MEASURED: Sample.MEASURED, LatestResult.ANY: Sample.LADDER}
@@ -88,7 +84,7 @@ def run_figures(rows: Iterable[Any], kept: tuple[str, ...]) -> dict[str, list[Ru
     figures: dict[str, list[RunFigure]] = defaultdict(list)
     for (metric, run_id), samples in per_run.items():
         known = metrics.METRICS.get(metric)
-        s = worst(samples, known.higher_is_better if known else True)
+        s = metrics.worst(samples, known.higher_is_better if known else True)
         figures[metric].append(RunFigure(
             run_id, s["run__finished_at"], s["run__requested_by"], s["value"], s["unit"], s["n"],
             s["p5"], s["p95"], s["cv"], all(x["evidence"] == Sample.PLATFORM_VERIFIED for x in samples),

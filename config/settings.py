@@ -201,7 +201,7 @@ REST_FRAMEWORK = {
     # THROTTLE_RATES="submission=600/minute,enrolment=20/hour" overrides. 429 + Retry-After.
     "DEFAULT_THROTTLE_RATES": {
         "enrolment": "20/hour", "enrolment-token": "60/hour", "submission": "600/minute",
-        "estimate": "120/minute", "webhook": "30/hour",
+        "estimate": "120/minute", "webhook": "30/hour", "webhook-ping": "20/hour",
         "login": "10/minute", "login-account": "30/hour",
         **{k.strip(): v.strip() for k, _, v in (item.partition("=") for item in
            (env("THROTTLE_RATES") or "").split(",") if item.strip())},

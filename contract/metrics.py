@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 def gettext_noop(text: str) -> str:
@@ -214,6 +215,12 @@ def of_node(metric: str, node_count: int) -> bool:
     if metric in LINK_METRICS:
         return False
     return node_count == 1 or not metric.startswith(f"{CLUSTER_FAMILY}.")
+
+
+def worst(samples: list[dict[str, Any]], higher_is_better: bool) -> dict[str, Any]:
+    """Of one run's samples of one metric (one per reference peer), the one the run's figure
+    is: with several peers, a node is as good as its worst."""
+    return (min if higher_is_better else max)(samples, key=lambda s: s["value"])
 
 
 def family(prefix: str) -> tuple[str, ...]:

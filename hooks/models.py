@@ -9,9 +9,18 @@ class Webhook(models.Model):
                               related_name="webhooks")
     url = models.URLField(max_length=2000)
     events = models.JSONField()  # names from hooks.services.events.EVENTS
+    # The node ids whose figures it watches (node.figures_changed), each one the owner could
+    # see when it was registered; at most hooks/data/watch.yaml max_nodes.
+    nodes = models.JSONField(default=list, blank=True)
     # The HMAC key: kept as given (a signature needs it), shown to the buyer only at creation.
     secret = models.CharField(max_length=64)
     active = models.BooleanField(default=True)
+    # Deliveries that each spent every attempt, with none delivered since: at
+    # hooks/data/delivery.yaml disable_after_failed the platform turns the webhook off and
+    # says why; the owner turns it on again (PATCH active), which starts the count afresh.
+    failed_in_a_row = models.PositiveIntegerField(default=0)
+    disabled_reason = models.CharField(max_length=255, blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,4 +1,5 @@
-"""A buyer's webhooks: register, list, delete, and read each one's delivery log."""
+"""A buyer's webhooks: register, list, switch on or off, delete, ping, rotate the secret, and
+read each one's delivery log."""
 
 from __future__ import annotations
 
@@ -18,22 +19,32 @@ from api.permissions import current_user
 from api.webhook_serializers import (
     DeliverySerializer,
     NewWebhookSerializer,
+    SecretSerializer,
+    WebhookChangeSerializer,
     WebhookRequestSerializer,
     WebhookSerializer,
 )
 from hooks.models import Delivery, Webhook
+from hooks.services import ping as pinging
 from hooks.services import registry
+
+# The actions that cost the platform work per call, per user: a registration resolves a name
+# and may fan out events, a ping is a request the platform sends, a new secret is rare.
+# Reading and switching on or off are free.
+THROTTLE_SCOPES = {"create": "webhook", "secret": "webhook", "ping": "webhook-ping"}
 
 
 class WebhookViewSet(mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = WebhookSerializer
     pagination_class = NewestFirst
-    throttle_scope = "webhook"
     lookup_value_regex = r"[0-9]+"
 
     def get_throttles(self) -> list[Any]:
-        # Registrations per user (each resolves a name and may fan out events); reading is free.
-        return [ScopedRateThrottle()] if self.action == "create" else []
+        scope = THROTTLE_SCOPES.get(self.action or "")
+        if scope is None:
+            return []
+        self.throttle_scope = scope  # what ScopedRateThrottle reads
+        return [ScopedRateThrottle()]
 
     def get_queryset(self) -> QuerySet[Webhook]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
@@ -46,8 +57,28 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.G
         body = WebhookRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         webhook = registry.register(current_user(request), body.validated_data["url"],
-                                    body.validated_data["events"])
+                                    body.validated_data["events"], body.validated_data["nodes"])
         return Response(NewWebhookSerializer(webhook).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=WebhookChangeSerializer, responses={200: WebhookSerializer})
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        webhook = self.get_object()
+        body = WebhookChangeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        webhook = registry.set_active(webhook, body.validated_data["active"])
+        return Response(WebhookSerializer(webhook).data)
+
+    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @action(detail=True, methods=["post"])
+    def ping(self, request: Request, pk: str | None = None) -> Response:
+        delivery = pinging.ping(self.get_object())
+        return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: SecretSerializer})
+    @action(detail=True, methods=["post"])
+    def secret(self, request: Request, pk: str | None = None) -> Response:
+        webhook = registry.rotate_secret(self.get_object())
+        return Response(SecretSerializer({"secret": webhook.secret}).data)
 
     @extend_schema(responses={200: DeliverySerializer(many=True)})
     @action(detail=True, methods=["get"], pagination_class=NewestFirst)

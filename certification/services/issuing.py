@@ -258,12 +258,16 @@ def _peers_of(cert: Certificate) -> list[Node]:
 
 
 def renew_due(user_for: Callable[[Node], User | None]) -> int:
-    """Re-run certification for certificates that expire within CERT_RENEW_DAYS_BEFORE."""
+    """Re-run certification for certificates that expire within CERT_RENEW_DAYS_BEFORE, and
+    tell the webhooks that ask (certificate.expiring, once per certificate)."""
     soon = timezone.now() + timedelta(days=settings.CERT_RENEW_DAYS_BEFORE)
     renewed = 0
     for cert in Certificate.objects.filter(
             revoked_at__isnull=True, expires_at__lte=soon, expires_at__gt=timezone.now(),
     ).select_related("node").order_by("expires_at", "pk"):
+        # Told to the webhooks whether or not it can be renewed: a buyer relying on it hears
+        # of its end either way.
+        webhook_events.expiring(cert)
         pending = CertificationRequest.objects.filter(
             node=cert.node, profile__name=cert.profile, status=CertificationRequest.Status.RUNNING)
         user = user_for(cert.node)

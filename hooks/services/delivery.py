@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from contract import rules
-from hooks.models import Delivery
+from hooks.models import Delivery, Webhook
 from hooks.services import signature, targets
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ MAX_DELAY_S = BOUNDS["max_delay_s"].value
 TIMEOUT_S = BOUNDS["timeout_s"].value
 CLAIM_S = BOUNDS["claim_s"].value
 REQUEUE_AFTER_S = BOUNDS["requeue_after_s"].value
+DISABLE_AFTER_FAILED = int(BOUNDS["disable_after_failed"].value)
 # What of a receiver's refusal the buyer's log keeps.
 ERROR_CHARS = 200
 USER_AGENT = "bench-webhooks/1"
@@ -136,7 +137,26 @@ def record(delivery: Delivery, outcome: Outcome, now: datetime) -> str:
     if not outcome.ok:
         log.info("webhook %s delivery %s attempt %s failed: %s", delivery.webhook_id,
                  delivery.pk, delivery.attempts, outcome.error)
+    _tally(delivery, now)
     return delivery.status
+
+
+def _tally(delivery: Delivery, now: datetime) -> None:
+    """A delivery done counts for its webhook: one delivered starts the count of failed ones
+    afresh; DISABLE_AFTER_FAILED failed in a row turn the webhook off, with the reason, so a
+    receiver that is gone for good stops costing a worker eight requests per event. Counted
+    in the database: two workers finishing together both count."""
+    hook = Webhook.objects.filter(pk=delivery.webhook_id)
+    if delivery.status == Delivery.Status.DELIVERED:
+        hook.filter(failed_in_a_row__gt=0).update(failed_in_a_row=0)
+    elif delivery.status == Delivery.Status.FAILED:
+        hook.update(failed_in_a_row=F("failed_in_a_row") + 1)
+        reason = (f"turned off: the last {DISABLE_AFTER_FAILED} deliveries each failed "
+                  f"{MAX_ATTEMPTS} attempts, none delivered between; the last error: "
+                  f"{delivery.last_error}")[:255]
+        if hook.filter(active=True, failed_in_a_row__gte=DISABLE_AFTER_FAILED).update(
+                active=False, disabled_reason=reason, disabled_at=now):
+            log.warning("webhook %s turned off: %s", delivery.webhook_id, reason)
 
 
 def due(now: datetime, limit: int = 500) -> list[int]:

@@ -5,6 +5,7 @@ never loses it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -12,26 +13,39 @@ from django.db import transaction
 from django.utils import timezone
 
 from hooks.models import Delivery, Webhook
-from hooks.services.events import EVENTS, OWN
+from hooks.services.events import EVENTS, OWN, WATCHED
 
 
-def emit(event: str, subject: str, data: dict[str, Any], owner: User | int | None = None) -> int:
+def emit(event: str, subject: str, data: dict[str, Any], owner: User | int | None = None,
+         node: int | None = None) -> int:
     """Queue ``event`` about ``subject`` ("job:12") for every active webhook that asked for it
-    (only ``owner``'s for an event about the caller's own things). Returns how many rows were
-    written; an event already queued for a webhook is not queued twice."""
+    (only ``owner``'s for an event about the caller's own things, only those watching
+    ``node`` for an event about a node). Returns how many rows were written; an event
+    already queued for a webhook is not queued twice."""
     assert event in EVENTS, event
     webhooks = Webhook.objects.filter(active=True, events__contains=[event])
     if event in OWN:
         if owner is None:
             return 0
         webhooks = webhooks.filter(owner=owner)
+    if event in WATCHED:
+        if node is None:
+            return 0
+        webhooks = webhooks.filter(nodes__contains=[node])
+    return len(queue(webhooks.values_list("pk", flat=True), event, subject, data))
+
+
+def queue(webhook_ids: Iterable[int], event: str, subject: str,
+          data: dict[str, Any]) -> list[int]:
+    """One delivery of ``event`` to each of ``webhook_ids``, but none a second time: the ids
+    of those written now."""
     now = timezone.now()
     rows = [Delivery(webhook_id=pk, event=event, subject=subject, next_attempt_at=now,
                      enqueued_at=now, payload={"event": event, "created_at": now.isoformat(),
                                                "data": data})
-            for pk in webhooks.values_list("pk", flat=True)]
+            for pk in webhook_ids]
     if not rows:
-        return 0
+        return []
     with transaction.atomic():
         created = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
         # ignore_conflicts leaves pk unset: read back what this event wrote.
@@ -40,7 +54,7 @@ def emit(event: str, subject: str, data: dict[str, Any], owner: User | int | Non
                    .values_list("pk", flat=True))
         # robust: a broker that is down must not fail the event; the sweeper sends it later.
         transaction.on_commit(lambda: _enqueue(ids), robust=True)
-    return len(ids)
+    return ids
 
 
 def _enqueue(ids: list[int]) -> None:

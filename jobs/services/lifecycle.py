@@ -276,6 +276,7 @@ def _store(run: Run, node: Node, attempt_id: uuid.UUID, succeeded: bool,
     Attempt.objects.filter(pk=attempt_id).update(finished_at=now, outcome=status)
     # The board's projection (board.latest) commits with the run.
     run_stored.send(Run, run=run, samples=stored, succeeded=succeeded)
+    webhook_events.figures_changed(run)
     log.info("run %s %s", run.pk, status, extra={"run_id": run.pk, "job_id": run.job_id,
                                                  "node_id": node.pk, "attempt_id": attempt_id})
     intake.record_inventory(node, inventory)

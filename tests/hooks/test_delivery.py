@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from certification.models import Certificate
 from certification.services import issuing
-from hooks.models import Delivery
-from hooks.services import delivery
+from hooks.models import Delivery, Webhook
+from hooks.services import delivery, outbox
 from jobs.services import lifecycle, submission
 from tests.fixtures.webhooks import Receiver
 from tests.hooks.test_signature import documented_verify
@@ -197,3 +197,57 @@ def test_the_log_keeps_a_month_of_finished_deliveries_and_every_pending_one(
     row("job:4", "delivered", now)
     assert delivery.prune(now) == 2
     assert sorted(Delivery.objects.values_list("subject", flat=True)) == ["job:3", "job:4"]
+
+
+def failing(hook_id: int, subject: str) -> int:
+    """A delivery on its last attempt (the earlier ones spent, as a receiver down for a day
+    leaves it)."""
+    return Delivery.objects.create(
+        webhook_id=hook_id, event="job.finished", subject=subject,
+        payload={"event": "job.finished", "data": {}}, next_attempt_at=timezone.now(),
+        attempts=delivery.MAX_ATTEMPTS - 1).pk
+
+
+def test_a_webhook_whose_deliveries_keep_failing_is_turned_off_and_its_owner_turns_it_on(
+        buyer: Any, receiver: Receiver) -> None:
+    receiver.answers = [503]
+    hook = register(buyer, receiver.url, ["job.finished"])
+    n = delivery.DISABLE_AFTER_FAILED
+    for i in range(n - 1):
+        assert delivery.attempt(failing(hook["id"], f"job:{i}")) == "failed"
+    listed = buyer.client().get("/api/v1/webhooks").json()["results"][0]
+    assert (listed["active"], listed["disabled_reason"]) == (True, "")
+
+    assert delivery.attempt(failing(hook["id"], "job:last")) == "failed"
+    listed = buyer.client().get("/api/v1/webhooks").json()["results"][0]
+    assert listed["active"] is False and listed["disabled_at"] is not None
+    assert listed["disabled_reason"].startswith(
+        f"turned off: the last {n} deliveries each failed {delivery.MAX_ATTEMPTS} attempts")
+    assert "HTTP 503" in listed["disabled_reason"]
+    # Off: nothing new is queued for it, and what is pending waits.
+    assert outbox.emit("job.finished", "job:99", {}, owner=buyer.user) == 0
+    waiting = failing(hook["id"], "job:waiting")
+    assert delivery.attempt(waiting) is None
+
+    receiver.answers = [200]
+    response = buyer.client().patch(f"/api/v1/webhooks/{hook['id']}", {"active": True},
+                                    format="json")
+    assert response.status_code == 200
+    assert (response.json()["active"], response.json()["disabled_reason"],
+            response.json()["disabled_at"]) == (True, "", None)
+    assert delivery.attempt(waiting) == "delivered"  # what waited is sent once it is on
+
+
+def test_a_delivery_that_arrives_starts_the_count_of_failures_afresh(
+        buyer: Any, receiver: Receiver) -> None:
+    hook = register(buyer, receiver.url, ["job.finished"])
+    n = delivery.DISABLE_AFTER_FAILED
+    receiver.answers = [503]
+    for i in range(n - 1):
+        delivery.attempt(failing(hook["id"], f"job:{i}"))
+    receiver.answers = [200]
+    assert delivery.attempt(failing(hook["id"], "job:ok")) == "delivered"
+    receiver.answers = [503]
+    for i in range(n - 1):
+        assert delivery.attempt(failing(hook["id"], f"job:again-{i}")) == "failed"
+    assert Webhook.objects.get().active  # never n failed in a row
