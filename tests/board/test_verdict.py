@@ -186,3 +186,4 @@ def test_without_a_pick_the_board_says_why_each_candidate_was_left_out(
     assert "no candidate has the figures this job needs" in box
     assert "2 candidates lack a figure this job needs." in box
     assert box.count("no GPU enrolled or measured") == 2, box
+    assert "cpu-1: cpu-1" not in re.sub(r"<[^>]+>", "", box), box  # named once, as its link

@@ -28,11 +28,21 @@ def box(workload: Workload, selection: Selection, rank_by: str = "cost") -> dict
             "picks": [line(p) for p in found["picks"]],
             "avoid": [line(p) for p in found["avoid"]],
             # Without a pick, why not: each candidate's missing figure, worded from its code.
-            "unknown": [{"name": c["name"], "href": href_of(c), "reason": c["skipped"]}
+            "unknown": [{"name": c["name"], "href": href_of(c),
+                         "reason": without_name(c["skipped"], c["name"])}
                         for c in found["unknown"]][:MAX_UNKNOWN],
             "unknown_count": len(found["unknown"]), "summary": found["summary"],
             "title": _("Where to rent for %(model)s on %(nodes)s node(s), %(steps)s steps") % {
                 "model": workload.name, "nodes": workload.nodes, "steps": f"{workload.steps:,}"}}
+
+
+def without_name(reason: str, name: str) -> str:
+    """The reason after the candidate's name, which the box shows as its link already
+    ("hz-1: hz-1: no GPU enrolled" read twice)."""
+    for colon in (": ", "："):
+        if reason.startswith(name + colon):
+            return reason[len(name + colon):]
+    return reason
 
 
 def href_of(c: dict[str, Any]) -> str:
