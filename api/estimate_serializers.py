@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from board import estimate, estimate_board
+from board import estimate, estimate_board, staging
 from contract import outcomes
 
 MAX_IDS = estimate_board.MAX_CANDIDATES
@@ -48,7 +48,24 @@ class WorkloadSerializer(serializers.Serializer[Any]):
         "(the default) never takes one, and uses the enrolled GPU's datasheet figure where no "
         "GPU was measured"))
 
+    dataset_gb = serializers.FloatField(min_value=0.0, max_value=1e7, default=0.0,
+                                        help_text="the training data's size")
+    data_at = serializers.ChoiceField(choices=[staging.ON_NODE, staging.SITE],
+                                      default=staging.ON_NODE,
+                                      help_text="where the data lives: already on the node, "
+                                                "or at one of your sites (give site)")
+    site = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False,
+                                    help_text="your site's id (GET /api/v1/sites)")
+    data_use = serializers.ChoiceField(choices=[staging.COPY_ONCE, staging.STREAM],
+                                       default=staging.COPY_ONCE,
+                                       help_text="copy the data to the node once, or stream "
+                                                 "it from the site every step")
+
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if (data.get("data_at") == staging.SITE) != ("site" in data):
+            raise serializers.ValidationError(
+                {"site": "data_at site needs your site's id (site), and a site needs "
+                         "data_at site"})
         explicit = ("params", "train_flops_per_sample", "global_batch")
         if "preset" not in data and any(k not in data for k in explicit):
             raise serializers.ValidationError(
@@ -90,8 +107,15 @@ class EstimateRequestSerializer(CandidateFiltersSerializer):
                                      help_text="candidate cluster ids (the cluster board's id)")
     profile = serializers.CharField(max_length=16, required=False, allow_blank=True)
 
-    def build_workload(self) -> estimate.Workload:
+    def build_workload(self, site: Any = None) -> estimate.Workload:
+        """The workload; ``site`` is the caller's own site that the data lives at (the view
+        found it among the caller's: another buyer's reads as missing)."""
         data = dict(self.validated_data["workload"])
+        data.pop("data_at")
+        data.pop("site", None)
+        if site is not None:
+            data |= {"data_site": site.pk, "data_site_name": site.name,
+                     "data_site_city": site.city}
         preset = data.pop("preset", None)
         shape = {k: data.pop(k) for k in ("steps", "nodes", "gpus_per_node")}
         ckpt = {"checkpoint_bytes": data.pop("checkpoint_gb") * 1e9,
@@ -113,6 +137,8 @@ class PartsSerializer(serializers.Serializer[Any]):
     sync = serializers.FloatField(help_text="gradient sync not hidden behind backward")
     input = serializers.FloatField(help_text="input stall")
     checkpoint = serializers.FloatField(help_text="checkpoint writes, per step")
+    staging = serializers.FloatField(required=False, help_text="what streaming the data from "
+                                     "your site adds (present when the data is at a site)")
 
 
 class WhatIfSerializer(serializers.Serializer[Any]):
@@ -120,6 +146,13 @@ class WhatIfSerializer(serializers.Serializer[Any]):
     step_s = serializers.FloatField()
     hours = serializers.FloatField()
     cost_cny = serializers.FloatField(allow_null=True)
+
+
+class StagingSerializer(serializers.Serializer[Any]):
+    code = serializers.ChoiceField(choices=sorted(outcomes.STAGING), help_text=(
+        "copy-once, stream, or unknown (no probe from the site reached the candidate)"))
+    values = serializers.DictField(help_text="site, gb, copy_hours, gbps, rtt_ms, seconds "
+                                             "(what streaming adds a step)")
 
 
 class EstimateSerializer(serializers.Serializer[Any]):
@@ -137,6 +170,8 @@ class EstimateSerializer(serializers.Serializer[Any]):
     unmeasured = serializers.ListField(child=serializers.CharField(),
                                        help_text="parts without a figure: counted as 0")
     what_ifs = WhatIfSerializer(many=True)
+    staging = StagingSerializer(required=False, help_text=(
+        "the data's way from your site: {} when it is on the node"))
 
 
 class AtHoursSerializer(EstimateSerializer):

@@ -9,6 +9,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.site_serializers import SiteFigureSerializer
 from board import clusters, links, stability_board
 from contract.suites import (
     MEASURING_SUITES,
@@ -329,6 +330,8 @@ class LeaderboardEntrySerializer(serializers.Serializer[Any]):
                                    "random hours (GET /api/v1/nodes/ID/stability: all of it)")
     new = serializers.BooleanField(help_text="its host does not have a week of the platform's "
                                              "re-tests yet: a first impression, not a record")
+    site = SiteFigureSerializer(required=False, allow_null=True, help_text=(
+        "with ?site=ID: your site's latest figures of this node (null: not probed from it)"))
 
 
 def evidence_label(row: Any) -> str:
@@ -561,6 +564,9 @@ class RegionPathSerializer(serializers.Serializer[Any]):
     links = serializers.IntegerField()
     rtt_ms = serializers.FloatField(allow_null=True)
     throughput_gbps = serializers.FloatField(allow_null=True)
+    site = serializers.IntegerField(allow_null=True, help_text=(
+        "a row from one of your sites (from_region is its city): yours alone"))
+    site_name = serializers.CharField(allow_blank=True)
 
 
 class RegionPathPageSerializer(serializers.Serializer[Any]):

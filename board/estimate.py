@@ -22,6 +22,8 @@ figures) and what was measured on the node or cluster. Per optimizer step, each 
                                                     files/s for the job's layout), prefetched
     ckpt     = C / W / I                            C bytes every I steps at W bytes/s
     step     = compute + exposed + stall + ckpt;  hours = steps x step / 3600
+    staging  = what streaming the data from the buyer's site adds (board/staging.py); a copy
+               made once adds its hours before the job instead; no probe from the site: unknown
     cost     = monthly price x hours / 730
 
 This module is the model; its accuracy against measured DDP runs is checked by
@@ -40,7 +42,9 @@ from typing import Any
 
 import yaml
 
+from board import staging
 from config.errors import Invalid
+from contract import places
 from contract.outcomes import Skipped
 
 PRESETS_FILE = Path(__file__).resolve().parent / "data" / "workloads.yaml"
@@ -83,6 +87,13 @@ class Workload:
     # A job that runs on CPUs, asked for explicitly: then a CPU's matmul is the compute
     # figure. A GPU job (the default) never takes a CPU's figure for a GPU's (#32).
     cpu_only: bool = False
+    # The job's data (board/staging.py): its size, where it lives (on the node, or at one of
+    # the buyer's sites, named for the sentences) and how the job reads it.
+    dataset_gb: float = 0.0
+    data_site: int | None = None
+    data_site_name: str = ""
+    data_site_city: str = ""  # as enrolled: its province is where renting brings the data near
+    data_use: str = staging.COPY_ONCE
 
     @property
     def ranks(self) -> int:
@@ -104,6 +115,10 @@ class Measured:
     price_cny_month: float | None = None  # every node of the candidate together
     link_gbps: float | None = None  # the slowest link, for the faster-link what-if
     on_cpu: bool = False  # the compute figure is a CPU's (no GPU on the host)
+    # From the buyer's site to the candidate (its slowest node), as `benchctl probe` measured.
+    site_gbps: float | None = None
+    site_rtt_ms: float | None = None
+    province: str = ""  # the candidate's, as its region was enrolled
 
 
 @dataclass
@@ -119,6 +134,8 @@ class Estimate:
     unmeasured: list[str] = field(default_factory=list)
     sync_total_s: float = 0.0  # the whole all-reduce time, hidden or not
     what_ifs: dict[str, Estimate] = field(default_factory=dict)
+    # Moving the data from the buyer's site: a code (contract.outcomes.STAGING) and values.
+    staging: dict[str, Any] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=1)
@@ -237,19 +254,54 @@ def estimate(w: Workload, m: Measured, what_ifs: bool = True) -> Estimate:
     if wants_ckpt and not m.checkpoint_gbs:
         unmeasured.append("checkpoint")
     parts = {"compute": compute, "sync": exposed, "input": stall, "checkpoint": ckpt}
+    moved = data_staging(w, m, compute + exposed + stall)
+    if moved.get("code") == "unknown":
+        unmeasured.append("staging")
+    if w.data_site is not None and w.dataset_gb:
+        parts["staging"] = moved.get("stream_s", 0.0)
     step = sum(parts.values())
-    hours = w.steps * step / 3600
+    # A copy made once comes before the job; streaming's cost is in every step already.
+    once = moved.get("copy_s", 0.0) if w.data_use == staging.COPY_ONCE else 0.0
+    hours = (w.steps * step + once) / 3600
     shares = {k: v / step for k, v in parts.items()} if step else {}
-    worst = max(("sync", "input", "checkpoint"), key=lambda k: parts[k])
+    worst = max([k for k in parts if k != "compute"], key=lambda k: parts[k])
     # A part under BOTTLENECK_SHARE of the step is noise beside compute: compute bounds it.
     out = Estimate(parts=parts, step_s=step, hours=hours,
                    cost_cny=m.price_cny_month * hours / HOURS_PER_MONTH if m.price_cny_month else None,
                    bottleneck=worst if shares.get(worst, 0) >= BOTTLENECK_SHARE else "",
                    shares=shares,
-                   unmeasured=unmeasured, sync_total_s=sync)
+                   unmeasured=unmeasured, sync_total_s=sync,
+                   staging={k: v for k, v in moved.items() if k not in ("copy_s", "stream_s")})
     if what_ifs:
         out.what_ifs = alternatives(w, m)
     return out
+
+
+def data_staging(w: Workload, m: Measured, rest_s: float) -> dict[str, Any]:
+    """The data's way from the buyer's site: nothing when it is on the node; "unknown" when
+    no probe from the site measured this candidate (never counted as nothing); else the
+    one-off copy, and for streaming what it adds to each step (board/staging.py)."""
+    if w.data_site is None or not w.dataset_gb:
+        return {}
+    values: dict[str, Any] = {"site": w.data_site_name, "gb": w.dataset_gb}
+    if not m.site_gbps or m.site_rtt_ms is None:
+        return {"code": "unknown", "values": values}
+    copy_s = staging.copy_seconds(w.dataset_gb * 1e9, m.site_gbps)
+    values |= {"copy_hours": copy_s / 3600, "gbps": m.site_gbps, "rtt_ms": m.site_rtt_ms}
+    if w.data_use == staging.COPY_ONCE:
+        return {"code": staging.COPY_ONCE, "values": values, "copy_s": copy_s}
+    if not w.sample_bytes:
+        raise BadWorkload("streaming the data needs sample_bytes (one sample's size), so that "
+                          "each step's bytes and requests are known", field="sample_bytes")
+    fetch = staging.fetch_seconds(w.global_batch, w.sample_bytes, w.packed, m.site_gbps,
+                                  m.site_rtt_ms)
+    stall = staging.stream_stall(fetch, rest_s)
+    near = places.province_of(w.data_site_city)
+    if near and m.province and m.province.lower() != near.lower():
+        return {"code": staging.STREAM_ELSEWHERE, "copy_s": copy_s, "stream_s": stall,
+                "values": values | {"seconds": stall, "province": near}}
+    return {"code": staging.STREAM, "values": values | {"seconds": stall}, "copy_s": copy_s,
+            "stream_s": stall}
 
 
 NEXT_LINK_CLASS = [1.0, 10.0, 25.0, 100.0, 200.0, 400.0]  # Gbit/s, nominal

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from board import clusters, estimate, hours, stability_board
+from board import clusters, estimate, hours, site_figures, stability_board
 from board.estimate import Estimate, Measured, Workload
 from board.hours import AtHours
 from board.latest import lowest
@@ -81,6 +81,7 @@ class Candidate:
     # The region's city as enrolled (in English): what the verdict's sentences name, in the
     # reader's language (the code, "hangzhou", was shown on Chinese pages and in benchctl).
     city: str = ""
+    province: str = ""  # its region's, as enrolled: where the data staging says to rent
     links: dict[int, float] = field(default_factory=dict)  # node -> its board MODELLED_LINK
     by_hour: dict[str, AtHours] = field(default_factory=dict)
 
@@ -231,7 +232,8 @@ def node_candidate(node: Node, profile: str) -> Candidate:
     return Candidate("node", node.pk, node.name, node.provider.name, node.region.code,
                      [{"id": node.pk, "name": node.name, "gpu_model": node.gpu_model}],
                      node.monthly_price_cny,
-                     profile=profile, on_cpu=not node.claims_gpu, city=node.region.city)
+                     profile=profile, on_cpu=not node.claims_gpu, city=node.region.city,
+                     province=node.region.province)
 
 
 def cluster_candidate(result: ClusterResult) -> Candidate:
@@ -244,7 +246,8 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
                      sum(p for p in prices if p) if members and all(prices) else None,
                      profile=result.profile,
                      on_cpu=any(not n.claims_gpu for n in members),
-                     city=result.region.city if result.region else "")
+                     city=result.region.city if result.region else "",
+                     province=result.region.province if result.region else "")
 
 
 # --- what was measured ---------------------------------------------------------------------
@@ -296,8 +299,11 @@ def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
     if grade:
         used.append(grade)
     c.evidence = lowest(used)
+    if workload.data_site is not None:
+        figures["site_gbps"], figures["site_rtt_ms"] = site_figures.slowest(workload.data_site, ids)
     return Measured(tflops=min(v for v in compute if v), busbw_curve=curve,
-                    price_cny_month=c.price_cny_month, link_gbps=link, on_cpu=c.on_cpu, **figures)
+                    price_cny_month=c.price_cny_month, link_gbps=link, on_cpu=c.on_cpu,
+                    province=c.province, **figures)
 
 
 def gpu_compute(c: Candidate, workload: Workload, compute: list[float | None],
@@ -405,7 +411,7 @@ def estimate_data(e: Estimate) -> dict[str, Any]:
             "step_s": e.step_s, "sync_total_s": e.sync_total_s,
             "overlap": 1 - e.parts["sync"] / e.sync_total_s if e.sync_total_s else 0.0,
             "hours": e.hours, "cost_cny": e.cost_cny, "bottleneck": e.bottleneck,
-            "unmeasured": e.unmeasured,
+            "unmeasured": e.unmeasured, "staging": e.staging,
             "what_ifs": [{"name": k, "step_s": v.step_s, "hours": v.hours, "cost_cny": v.cost_cny}
                          for k, v in e.what_ifs.items()]}
     # In the request's language; the codes and figures above are what it is worded from.

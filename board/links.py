@@ -125,6 +125,10 @@ class RegionPath:
     links: int
     rtt_ms: float | None
     throughput_gbps: float | None
+    # A row from one of the viewer's own sites (board/site_figures.py): its id and name; the
+    # throughput is the site's upload to the region's nodes. Null on the platform's rows.
+    site: int | None = None
+    site_name: str = ""
 
 
 def region_paths() -> list[RegionPath]:

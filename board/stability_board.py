@@ -47,12 +47,14 @@ def window(now: datetime | None = None) -> tuple[datetime, datetime]:
     return now - timedelta(days=settings.STABILITY_WINDOW_DAYS), now
 
 
-def new_nodes(node_ids: Iterable[int], now: datetime | None = None) -> set[int]:
+def new_nodes(node_ids: Iterable[int], now: datetime | None = None,
+              hosts: Mapping[int, list[int]] | None = None) -> set[int]:
     """The nodes whose host the platform has not re-tested for NEW_NODE_DAYS yet (its first
     done re-test, under any name it was enrolled as, is more recent, or there is none): a
-    buyer reads their figures as a first impression, not a record."""
+    buyer reads their figures as a first impression, not a record. ``hosts``: the nodes'
+    lineage where the caller has read it already."""
     ids = list(node_ids)
-    hosts = identity.lineage(ids)
+    hosts = hosts if hosts is not None else identity.lineage(ids)
     every = sorted({n for chain in hosts.values() for n in chain})
     first = dict(Retest.objects.filter(node_id__in=every, status=Retest.Status.DONE)
                  .values("node_id").annotate(first=Min("due_at")).values_list("node_id", "first"))
@@ -60,13 +62,14 @@ def new_nodes(node_ids: Iterable[int], now: datetime | None = None) -> set[int]:
     return {n for n in ids if not any(first.get(h) and first[h] <= since for h in hosts[n])}
 
 
-def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None = None
-            ) -> dict[int, dict[str, Stability]]:
-    """node -> metric -> its stability over the window (every node asked for, every metric)."""
+def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None = None,
+            hosts: Mapping[int, list[int]] | None = None) -> dict[int, dict[str, Stability]]:
+    """node -> metric -> its stability over the window (every node asked for, every metric).
+    ``hosts``: the nodes' lineage where the caller has read it already."""
     ids, names = list(node_ids), list(wanted)
     start, end = window(now)
     # A host enrolled again under a new name keeps its record (fleet.services.identity).
-    hosts = identity.lineage(ids)
+    hosts = hosts if hosts is not None else identity.lineage(ids)
     every = sorted({n for chain in hosts.values() for n in chain})
     retests = list(Retest.objects.filter(node_id__in=every, due_at__gte=start, due_at__lt=end,
                                          status__in=COUNTED).values("node_id", "due_at", "status",
@@ -79,23 +82,26 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
     for p in RetestPause.objects.filter(node_id__in=every, end__gt=start, start__lt=end):
         pauses[p.node_id].append(Pause(timezone.localtime(max(p.start, start)),
                                        timezone.localtime(min(p.end, end))))
+    # Converted once, not per node and metric: a board page asks for 100 nodes x 3 metrics.
+    span = (timezone.localtime(start), timezone.localtime(end))
+    due = [timezone.localtime(r["due_at"]) for r in retests]
     out: dict[int, dict[str, Stability]] = {}
     for node_id in ids:
-        mine = [r for r in retests if r["node_id"] in hosts[node_id]]
+        mine = [(r, at) for r, at in zip(retests, due, strict=True)
+                if r["node_id"] in hosts[node_id]]
+        paused = [x for n in hosts[node_id] for x in pauses[n]]
         out[node_id] = {}
         for name in names:
             better = metrics.METRICS[name].higher_is_better
             observations = []
-            for r in mine:
+            for r, at in mine:
                 found = values.get((r["job_id"], name), [])
                 if r["status"] == Retest.Status.MISSED:
-                    observations.append(Observation(timezone.localtime(r["due_at"]), None))
+                    observations.append(Observation(at, None))
                 elif found:  # a done re-test that did not measure this metric says nothing
                     worst = min(found) if better else max(found)
-                    observations.append(Observation(timezone.localtime(r["due_at"]), worst))
-            out[node_id][name] = judge(observations, better,
-                                       [x for n in hosts[node_id] for x in pauses[n]],
-                                       (timezone.localtime(start), timezone.localtime(end)))
+                    observations.append(Observation(at, worst))
+            out[node_id][name] = judge(observations, better, paused, span)
     return out
 
 

@@ -14,7 +14,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from api import login_throttle
 from api.views.metrics import metrics_view
-from web.pages import board, certification, compare, estimate, job, node, provider
+from web.pages import board, certification, compare, estimate, job, node, provider, site
 
 
 def pages(named: bool) -> list[URLPattern]:
@@ -30,6 +30,8 @@ def pages(named: bool) -> list[URLPattern]:
         page("providers/<int:provider_id>/", provider.provider_page, "provider-page"),
         page("jobs/", job.jobs_page, "jobs-page"),
         page("jobs/<int:job_id>/", job.job_page, "job-page"),
+        page("sites/", site.sites_page, "sites-page"),
+        page("sites/<int:site_id>/", site.site_page, "site-page"),
         page("certification/", certification.certification_page, "certification-page"),
     ]
 

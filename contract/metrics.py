@@ -54,7 +54,7 @@ _METRICS = [
     # Node to node, within one multi-node job: this node towards each peer.
     Metric("network.internode_throughput", "Gbit/s", 0.0, 1_000.0, True,
            gettext_noop("inter-node TCP throughput")),
-    Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, gettext_noop("inter-node RTT (ICMP avg)")),
+    Metric("network.internode_rtt", "ms", 0.0, 10_000.0, False, gettext_noop("inter-node RTT (TCP median)")),
     # The receiving node's own iperf3 server log of the tests its peers sent it (each
     # test's cookie and count in the metadata): the other end's view of the same links.
     Metric("network.internode_received", "Gbit/s", 0.0, 1_000.0, True,

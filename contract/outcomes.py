@@ -46,7 +46,23 @@ SKIPPED: dict[str, str] = {
 
 PARTS: dict[str, str] = {
     "compute": gettext_noop("compute"), "sync": gettext_noop("gradient sync"),
-    "input": gettext_noop("input stall"), "checkpoint": gettext_noop("checkpoint writes")}
+    "input": gettext_noop("input stall"), "checkpoint": gettext_noop("checkpoint writes"),
+    "staging": gettext_noop("data staging")}
+
+# Moving the data from the buyer's site (board/staging.py), said after the bottleneck.
+STAGING: dict[str, str] = {
+    "stream": gettext_noop(
+        "streaming from your {site} adds {seconds} s a step: copy the data once ({copy_hours} h) "
+        "or rent nearer to it"),
+    # The candidate is outside the province of the site: where to rent instead, by name.
+    "stream-elsewhere": gettext_noop(
+        "streaming from your {site} adds {seconds} s a step: copy the data once ({copy_hours} h) "
+        "or rent in {province}"),
+    "copy-once": gettext_noop(
+        "copying {gb} GB from your {site} takes {copy_hours} h before the job starts"),
+    "unknown": gettext_noop(
+        "data staging from your {site} is unknown: no probe from it reached this candidate "
+        "(benchctl probe --site)")}
 
 COMPUTE_BOUND = gettext_noop("compute bounds the step: nothing else to wait for")
 PART_SHARE = gettext_noop("{part}: {share} of the step")
@@ -101,8 +117,11 @@ def summary(e: Mapping[str, Any], number: Callable[[float], str],
     "gradient sync: 91% of the step; a 10 GbE link would cut the job from 135 h to 18.8 h".
     ``e`` is an estimate as the API gives it (bottleneck, shares, hours, what_ifs)."""
     part = e["bottleneck"]
+    moved = staging_words(e.get("staging") or {}, number, gettext)
     if not part:
-        return gettext(COMPUTE_BOUND)
+        return gettext(COMPUTE_BOUND) + (gettext(SEPARATOR) + moved if moved else "")
+    if part == "staging" and moved:
+        return moved  # the sentence names the stall, and what to do instead
     text = gettext(PART_SHARE).format(part=gettext(PARTS.get(part, part)),
                                       share=f"{e['shares'][part]:.0%}")
     best = min(e["what_ifs"], key=lambda w: w["hours"], default=None)
@@ -110,7 +129,19 @@ def summary(e: Mapping[str, Any], number: Callable[[float], str],
         text += gettext(SEPARATOR) + gettext(WHAT_IF_CUTS).format(
             what=what_if(best["name"], gettext), before=number(e["hours"]),
             after=number(best["hours"]))
-    return text
+    return text + (gettext(SEPARATOR) + moved if moved else "")
+
+
+def staging_words(s: Mapping[str, Any], number: Callable[[float], str],
+                  gettext: Gettext = _same) -> str:
+    """The data's way from the buyer's site in a sentence ("" when it is on the node)."""
+    if not s.get("code"):
+        return ""
+    values = {k: number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+              for k, v in (s.get("values") or {}).items()}
+    if values.get("province"):  # a place name: in the reader's language (contract/places.py)
+        values["province"] = gettext(values["province"])
+    return gettext(STAGING[s["code"]]).format(**values)
 
 
 # --- the verdict: which candidates to rent for the job, and which to avoid -----------------

@@ -19,3 +19,20 @@ PLACES = [
     gettext_noop("Inner Mongolia"), gettext_noop("Ulanqab"), gettext_noop("Guizhou"),
     gettext_noop("Gui'an"), gettext_noop("Sichuan"), gettext_noop("Chengdu"),
 ]
+
+# The province (or province-level municipality) of each city above: the administrative
+# divisions of the PRC as the Ministry of Civil Affairs lists them (民政部 行政区划代码).
+# Gui'an is a new area of Guizhou; Ulanqab a city of Inner Mongolia.
+PROVINCE_OF = {
+    **dict.fromkeys(("Hangzhou", "Ningbo", "Wenzhou", "Shaoxing", "Jiaxing", "Huzhou",
+                     "Jinhua", "Taizhou"), "Zhejiang"),
+    **dict.fromkeys(("Shenzhen", "Guangzhou", "Dongguan", "Foshan"), "Guangdong"),
+    **dict.fromkeys(("Suzhou", "Nanjing"), "Jiangsu"),
+    "Shanghai": "Shanghai", "Beijing": "Beijing", "Zhangjiakou": "Hebei",
+    "Ulanqab": "Inner Mongolia", "Gui'an": "Guizhou", "Chengdu": "Sichuan",
+}
+
+
+def province_of(city: str) -> str:
+    """The province of a city as enrolled (in English, any case); "" for one not listed."""
+    return next((p for c, p in PROVINCE_OF.items() if c.lower() == city.strip().lower()), "")

@@ -260,3 +260,46 @@ class Retest(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["status", "due_at"]), models.Index(fields=["node", "due_at"])]
+
+
+class Site(models.Model):
+    """A place of the buyer's own (an office, storage, a data lake) that they measure nodes
+    from with `benchctl probe`. Its figures are the buyer's: never ranked, never shown to
+    anyone else."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="sites")
+    name = models.CharField(max_length=128)
+    city = models.CharField(max_length=64)  # as contract.places lists it, in English
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"],
+                                               name="one_site_of_a_name_per_buyer")]
+
+
+class SiteProbe(models.Model):
+    """One probe of a node from a site: its token (stored as a digest), the node's own
+    record of the session (its claim, and the confirmation), and what the buyer's CLI
+    measured (the figures stored)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="probes")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="site_probes")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    claimed_at = models.DateTimeField(null=True, blank=True)  # the node's test server took it
+    node_record = models.JSONField(null=True, blank=True)  # the node's: its timings, cookies
+    measured_at = models.DateTimeField(null=True, blank=True)  # the buyer's figures came in
+    rtts_ms = models.JSONField(default=list, blank=True)  # as the buyer's CLI timed them
+    rtt_ms = models.FloatField(null=True, blank=True)  # their median
+    upload_gbps = models.FloatField(null=True, blank=True)  # site -> node, the CLI's receiver
+    download_gbps = models.FloatField(null=True, blank=True)  # node -> site
+    hops = models.JSONField(default=list, blank=True)  # tracepath's, from the site
+    hop_count = models.PositiveIntegerField(null=True, blank=True)
+    cookies = models.JSONField(default=list, blank=True)  # the buyer's iperf3 tests' ids
+    # The node's record names each of the buyer's tests (by cookie) and its round trips.
+    confirmed = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["site", "node", "-measured_at"])]

@@ -26,6 +26,7 @@ from typing import Any
 
 import requests
 
+from benchmarks import runner
 from lab import netlab, procs
 from lab.platform_stack import PlatformStack, say, stop_on_sigterm
 from lab.stack import LabStack
@@ -52,6 +53,10 @@ CERTIFICATION_TIMEOUT_S = 600
 BOARD_METRIC = "network.tcp_throughput"
 # The buyer's trial of each node: long enough to measure, short as a real trial.
 TRIAL_HOURS = 2
+# The buyer's own machine (the spec's site host) probes every node from its office: iperf3
+# tests of 2 s each way keep it under a minute for the four nodes; the estimate then copies a
+# data set of DATASET_GB from there at what it measured.
+SITE_HOST, SITE_NAME, SITE_SECONDS, DATASET_GB = "buyer-hz", "Hangzhou office", 2, 2000
 # Stable or shared, on a compressed clock: one round of the platform's re-tests per hour
 # shown, for a node whose link the lab slows in the evening (a neighbour's traffic) and one
 # whose link stays as it is. Network re-tests only, on the re-test profile (a minute or two).
@@ -127,6 +132,8 @@ class Demo:
         print_trials(trial)
         print_board(api, seed["buyer_token"])
         print_verdict(api, seed["buyer_token"])
+        if self.lab is not None and any(h.name == SITE_HOST for h in self.lab.lab.spec.sites()):
+            print_site_probe(self.lab, api, seed["buyer_token"], nodes)
         demo = DemoRun(api=api, job_id=int(job["id"]), nodes=nodes, seed=seed,
                        certificate=certified, board_metric=BOARD_METRIC, var=VAR,
                        stability=stability)
@@ -221,6 +228,11 @@ class Demo:
             delay = f", +{host.delay_ms:g} ms TCP RTT" if host.delay_ms else ""
             say(f"  {host.kind:<9} {host.name:<13} {self.lab.lab.address(host.name):<12} "
                 f"{host.region:<9} {rate}{delay}")
+        if spec.geography is not None:
+            say("  between cities, TCP (and so the links' RTT) takes longer, ICMP does not: "
+                + ", ".join(
+                f"{'-'.join(sorted(pair))} +{figure.rtt_ms:g} ms"
+                for pair, figure in sorted(spec.geography.pairs.items(), key=lambda p: sorted(p[0]))))
         hosts = {h.name: h for h in spec.nodes()}
         return [node_entry(n.name, n.node_id, hosts[n.name].provider,
                            hosts[n.name].price_cny_month, seed)
@@ -390,6 +402,46 @@ def print_verdict(api: str, token: str) -> None:
         print(done.stdout.rstrip() if done.returncode == 0 else
               f"benchctl recommend failed ({done.returncode}): {done.stderr.strip()}")
         print(flush=True)
+
+
+def print_site_probe(lab: LabStack, api: str, token: str, nodes: list[dict[str, Any]]) -> None:
+    """From the buyer's own site: `benchctl sites add` and `benchctl probe` run on the
+    buyer's machine in Hangzhou (the spec's site host, in its namespace: its TCP to Shenzhen
+    takes the geography's round trip), then `benchctl estimate` with the training data at
+    that site. A failure is printed, not raised: the rest of the demo stands without it."""
+    def benchctl(*args: str) -> Any:
+        return runner.run(lab.lab.exec_argv(SITE_HOST, [
+            "env", f"PYTHONPATH={REPO}", f"BENCH_URL={api}", f"BENCH_TOKEN={token}",
+            "LANGUAGE=en", "COLUMNS=160", sys.executable, "-m", "workers.cli", *args]),
+            timeout=300)
+
+    ids = ",".join(str(n["id"]) for n in nodes)
+    print(f"\nFrom your site: the buyer's machine in Hangzhou ({SITE_HOST}, "
+          f"{lab.lab.address(SITE_HOST)}) probes each node (benchctl probe):", flush=True)
+    try:
+        added = benchctl("sites", "add", SITE_NAME, "--city", "Hangzhou")
+        if added.returncode != 0:
+            print(f"benchctl sites add failed ({added.returncode}): {added.stderr.strip()}")
+            return
+        site_id = next(s["id"] for s in requests.get(
+            f"{api}/api/v1/sites", headers={"Authorization": f"Token {token}"},
+            timeout=30).json() if s["name"] == SITE_NAME)
+        probed = benchctl("probe", "--site", SITE_NAME, "--nodes", ids,
+                          "--seconds", str(SITE_SECONDS))
+        print(probed.stdout.rstrip())
+        if probed.returncode != 0:
+            print(f"benchctl probe: {probed.stderr.strip()[-2000:]}")
+        print(f"\nCopying {DATASET_GB:,} GB of training data from the {SITE_NAME} once "
+              f"(benchctl estimate --dataset-gb {DATASET_GB} --data-site {site_id} "
+              "--data-use copy-once):", flush=True)
+        estimated = benchctl("estimate", "--preset", "resnet50", "--steps", "10000",
+                             "--candidate-nodes", ids, "--dataset-gb", str(DATASET_GB),
+                             "--data-site", str(site_id), "--data-use", "copy-once")
+        print(estimated.stdout.rstrip() if estimated.returncode == 0 else
+              f"benchctl estimate failed ({estimated.returncode}): {estimated.stderr.strip()}")
+    except (runner.CommandTimeout, requests.RequestException, StopIteration, ValueError) as exc:
+        print(f"the probe from the site did not finish: {exc}")
+    print(flush=True)
 
 
 def _progress(run: dict[str, Any]) -> str:

@@ -4,8 +4,9 @@ Each host is a namespace ``bl-<lab>-<host>`` joined to a bridge namespace by a v
 whose two ends are shaped with ``tc ... tbf rate`` (the host's egress is its upload, the
 bridge side's egress its download). Addresses exist only inside these namespaces. Nothing
 here routes to the root namespace: processes inside reach the platform through unix
-sockets (see relay.py). Everything is named with the ``bl-`` prefix, so ``down`` (or
-``cleanup``) finds and removes it, also after a crash.
+sockets (see relay.py). A spec's ``geography`` (geography.py) adds the round trip between
+cities to TCP connections between hosts of different cities. Everything is named with the
+``bl-`` prefix, so ``down`` (or ``cleanup``) finds and removes it, also after a crash.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from lab.geography import Geography, GeographyError
+
 PREFIX = "bl-"
 
 
@@ -29,7 +32,9 @@ class LabError(Exception):
 @dataclass(frozen=True)
 class HostSpec:
     name: str
-    kind: str = "node"  # "node" or "reference"
+    # "node", "reference", or "site": a buyer's own machine (neither enrolled nor a
+    # reference) with an uplink to the platform's API, to measure nodes from.
+    kind: str = "node"
     region: str = "hangzhou"
     provider: str = ""
     provider_kind: str = "cloud"
@@ -47,11 +52,17 @@ class LabSpec:
     name: str
     hosts: list[HostSpec] = field(default_factory=list)
     subnet: str = "10.213.0"
+    geography: Geography | None = None  # None: no delay between cities
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LabSpec:
         hosts = [HostSpec(**h) for h in data.get("hosts", [])]
-        spec = cls(name=str(data["name"]), hosts=hosts, subnet=str(data.get("subnet", "10.213.0")))
+        try:
+            geography = Geography.from_dict(data["geography"]) if data.get("geography") else None
+        except GeographyError as exc:
+            raise LabError(str(exc)) from exc
+        spec = cls(name=str(data["name"]), hosts=hosts, subnet=str(data.get("subnet", "10.213.0")),
+                   geography=geography)
         spec.validate()
         return spec
 
@@ -64,17 +75,25 @@ class LabSpec:
         if len(self.hosts) > 200:
             raise LabError("at most 200 hosts")
         for h in self.hosts:
-            if h.kind not in ("node", "reference"):
-                raise LabError(f"host {h.name}: kind must be node or reference")
+            if h.kind not in ("node", "reference", "site"):
+                raise LabError(f"host {h.name}: kind must be node, reference or site")
             price = h.price_cny_month
             if price is not None and (type(price) is not int or price < 0):
                 raise LabError(f"host {h.name}: price_cny_month must be a whole number of CNY")
+            if self.geography is not None:
+                try:
+                    self.geography.city_of(h.region)
+                except GeographyError as exc:
+                    raise LabError(f"host {h.name}: {exc}") from exc
 
     def nodes(self) -> list[HostSpec]:
         return [h for h in self.hosts if h.kind == "node"]
 
     def references(self) -> list[HostSpec]:
         return [h for h in self.hosts if h.kind == "reference"]
+
+    def sites(self) -> list[HostSpec]:
+        return [h for h in self.hosts if h.kind == "site"]
 
 
 def load_spec(path: Path) -> LabSpec:
@@ -83,8 +102,8 @@ def load_spec(path: Path) -> LabSpec:
     return LabSpec.from_dict(data)
 
 
-def sh(*argv: str, check: bool = True) -> str:
-    done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+def sh(*argv: str, check: bool = True, stdin: str | None = None) -> str:
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False, input=stdin)
     if check and done.returncode != 0:
         raise LabError(f"{' '.join(argv)}: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout
@@ -145,6 +164,10 @@ class NetLab:
            *tbf(rate_mbit))
         sh("ip", "netns", "exec", self.bridge_ns, "tc", "qdisc", "replace", "dev",
            self.veth_names(i)[1], "root", *tbf(rate_mbit))
+
+    def nft(self, host: str, ruleset: str) -> None:
+        """Load nft rules into a host's namespace (they go with it on ``down``)."""
+        sh("ip", "netns", "exec", self.ns(host), "nft", "-f", "-", stdin=ruleset)
 
     def _add_host(self, i: int, host: HostSpec) -> None:
         ns = self.ns(host.name)

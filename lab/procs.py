@@ -28,6 +28,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def node_ports() -> int:
+    """A node's iperf3 port with the two after it free: its test server and the one-off
+    iperf3 of a buyer's probe (contract.site_probe.gate_port, probe_iperf3_port). A node
+    on free_port() alone may find its test server's port taken by another's iperf3."""
+    for _ in range(50):
+        base = free_port()
+        try:
+            for port in (base, base + 1, base + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no three free ports in a row")
+
+
 def wait_for(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> float:
     """Poll ``check`` until it is true; returns the seconds it took."""
     start = time.monotonic()
@@ -161,7 +177,7 @@ def start_iperf3_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
         argv = ["ip", "netns", "exec", netns, *argv]
     proc = start(f"iperf3-{bind}-{port}", argv, log_dir)
     if netns is None:
-        wait_for(lambda: _port_open(bind, port), 10, "iperf3 server")
+        wait_for(lambda: port_open(bind, port), 10, "iperf3 server")
     return proc
 
 
@@ -175,8 +191,25 @@ def start_echo_server(port: int, log_dir: Path, bind: str = "127.0.0.1",
     if record_log is not None:
         argv += ["--log", str(record_log)]
     proc = start(f"echo-{bind}-{port}", argv, log_dir, env={"PYTHONPATH": str(REPO)})
-    wait_for(lambda: _port_open(bind, port), 10, "TCP echo server")
+    wait_for(lambda: port_open(bind, port), 10, "TCP echo server")
     return proc
+
+
+def answer_echo_argv(host: str, port: int, count: int, token: str,
+                     raised: bool = True) -> list[str]:
+    """A child that answers a reference echo server's ``count`` round trips under ``token``
+    (benchmarks.probes.network.tcp_echo_rtts) and prints what the server timed, as JSON.
+
+    As root and ``raised``, at the echo server's own raised priority (start_echo_server): the server
+    times each round trip to this side's echo, so a late wake-up here is a longer figure.
+    Answered from a busy test process, an honest loopback path read 10.1 ms against the
+    published 5 ms criterion (CI, #31). Run it in a lab host's namespace with exec_argv."""
+    code = ("import json, sys; from benchmarks.probes.network import tcp_echo_rtts; "
+            "print(json.dumps(tcp_echo_rtts(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), "
+            "token=sys.argv[4])))")
+    argv = ["env", f"PYTHONPATH={REPO}", sys.executable, "-c", code, host, str(port),
+            str(count), token]
+    return ["nice", "-n", "-10", *argv] if raised and os.geteuid() == 0 else argv
 
 
 def reference_agent_argv(api_url: str, key_file: Path, iperf3_log: Path,
@@ -201,7 +234,7 @@ def start_reference_agent(api_url: str, key_file: Path, iperf3_log: Path,
                  env={"PYTHONPATH": str(REPO)})
 
 
-def _port_open(host: str, port: int) -> bool:
+def port_open(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):
             return True

@@ -13,8 +13,17 @@ held for half the delay in each direction, so a round trip through the relay tak
 It also joins namespaces to the platform without routing: a listener inside a lab host's
 namespace can forward to a unix socket that a root-namespace server listens on.
 
+A detour listener is transparent: an nft ``redirect`` in the host's namespace sends it the
+connections that were going elsewhere (geography.py: to another city's hosts), and it goes
+on to where each was going (SO_ORIGINAL_DST) from the same namespace, so the destination
+sees the host's own address. Its onward connections carry BYPASS_MARK, which the nft rules
+let pass. The client's connection is accepted at once, by the relay: its TCP handshake
+does not take the added round trip (its first data does), and a destination that keeps
+refusing for REFUSED_RETRY_S shows as a connection accepted and then reset.
+
     python -m lab.relay --map 10.213.0.9:17001=127.0.0.1:7007 --delay-ms 8
     python -m lab.relay --map 127.0.0.1:8000=unix:/run/lab/api.sock
+    python -m lab.relay --detour 127.0.0.1:17302,15.5 --detour 127.0.0.1:17300,2.1
 """
 
 from __future__ import annotations
@@ -31,9 +40,26 @@ from dataclasses import dataclass
 
 CHUNK = 256 * 1024
 SPIN = 0.0005  # seconds of busy-waiting before a chunk is due: sleeps overshoot a little
+# Chunks of one stream: due within this of the last send, they go without spinning, and
+# together, up to this early (a stream's latency is its first chunk's, which keeps SPIN).
+STREAM_GAP = 0.0005
 # The relay's own cost of a round trip is about 0.1 ms here (kernel-stamped arrivals); a
 # calibration above this measured the machine's load, not the relay.
 MAX_OVERHEAD = 0.001
+# What one direction of a delayed connection holds before it stops reading: the sender then
+# waits, as on a real path, instead of filling the relay's memory at loopback speed. Enough
+# for 1 Gbit/s over a 64 ms round trip (125 MB/s x 32 ms held), the demo's fastest and
+# longest inter-city path being 1 Gbit/s over 16 ms.
+HOLD_BYTES = 4 * 1024 * 1024
+# The socket mark of a detour's onward connections: geography.nft_ruleset lets them pass
+# (else they would be redirected back into the relay). Any value no one else uses.
+BYPASS_MARK = 0x6765
+# How long a detour keeps trying a destination that refuses (connect_onward says why): the
+# network probe's iperf3 gives up connecting after 3 s (--connect-timeout 3000).
+REFUSED_RETRY_S = 3.0
+# Linux's SO_ORIGINAL_DST (netfilter_ipv4.h): where a redirected connection was going, a
+# struct sockaddr_in.
+SO_ORIGINAL_DST = 80
 
 
 @dataclass(frozen=True)
@@ -41,6 +67,7 @@ class Address:
     host: str = ""
     port: int = 0
     path: str = ""  # a unix socket
+    original: bool = False  # a detour's: wherever the redirected connection was going
 
     @classmethod
     def parse(cls, text: str) -> Address:
@@ -49,7 +76,10 @@ class Address:
         host, _, port = text.rpartition(":")
         return cls(host=host.strip("[]"), port=int(port))
 
-    def connect(self) -> socket.socket:
+    def connect(self, client: socket.socket | None = None) -> socket.socket:
+        if self.original:
+            assert client is not None
+            return connect_onward(original_destination(client))
         if self.path:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.connect(self.path)
@@ -73,6 +103,42 @@ class Address:
         return sock
 
 
+def original_destination(client: socket.socket) -> tuple[str, int]:
+    """The address a redirected connection was opened to (before nft's redirect)."""
+    raw = client.getsockopt(socket.SOL_IP, SO_ORIGINAL_DST, 16)
+    port, packed = struct.unpack_from("!2xH4s", raw)
+    return socket.inet_ntoa(packed), port
+
+
+def connect_onward(destination: tuple[str, int], mark: int = BYPASS_MARK) -> socket.socket:
+    """A detour's connection on to where its client was going, marked to pass the nft rules.
+
+    A refusal is tried again for up to REFUSED_RETRY_S: the client's own connection is
+    already accepted (by the relay), so it cannot see the refusal and try again itself, as
+    it would on a direct path. iperf3's server stops listening for a moment between two
+    tests (it listens anew for each), and a node's test right after its previous one was
+    refused there: directly, iperf3 says "Connection refused" and the probe tries again;
+    through a relay that reset it, "Connection reset by peer", and the run failed."""
+    deadline = time.monotonic() + REFUSED_RETRY_S
+    while True:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if mark:  # (setting a mark needs CAP_NET_ADMIN)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
+        try:
+            sock.connect(destination)
+        except ConnectionRefusedError:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+            continue
+        except OSError:
+            sock.close()
+            raise
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+
 def copy(src: socket.socket, dst: socket.socket) -> None:
     try:
         while data := src.recv(CHUNK):
@@ -87,26 +153,47 @@ def delayed_copy(src: socket.socket, dst: socket.socket, delay: float) -> None:
     """Copy one direction, each chunk sent ``delay`` seconds after it arrived.
 
     A reader and a writer thread, so chunks keep arriving while earlier ones wait: the
-    latency is fixed, not added up chunk after chunk."""
+    latency is fixed, not added up chunk after chunk. The reader holds at most HOLD_BYTES
+    not yet sent; past that it waits, and TCP slows the sender down."""
     pending: collections.deque[tuple[float, bytes]] = collections.deque()
     ready = threading.Condition()
     stamped = kernel_timestamps(src)
+    held = 0
 
     def write() -> None:
+        nonlocal held
+        last_sent = 0.0
         try:
             while True:
                 with ready:
                     while not pending:
                         ready.wait()
-                    due, data = pending.popleft()
+                    due, data = pending[0]
                 if not data:
                     break
+                # A chunk due soon after the last one sent is the middle of a stream: it
+                # sleeps without spinning and goes with what is due in the next STREAM_GAP,
+                # one send for many chunks (one spin per chunk took a core at 1 Gbit/s).
+                # A chunk after a pause (a round trip's) keeps its time to the SPIN.
+                streaming = due - last_sent < STREAM_GAP
                 wait = due - time.monotonic()
-                if wait > SPIN:
+                if streaming and wait > 0:
+                    time.sleep(wait)
+                elif wait > SPIN:
                     time.sleep(wait - SPIN)
-                while time.monotonic() < due:
+                while not streaming and time.monotonic() < due:
                     pass
+                horizon = time.monotonic() + (STREAM_GAP if streaming else 0.0)
+                batch = []
+                with ready:
+                    while pending and pending[0][1] and pending[0][0] <= max(due, horizon):
+                        batch.append(pending.popleft()[1])
+                data = b"".join(batch)
                 dst.sendall(data)
+                last_sent = time.monotonic()
+                with ready:
+                    held -= len(data)
+                    ready.notify_all()
         except OSError:
             pass
         finally:
@@ -118,14 +205,19 @@ def delayed_copy(src: socket.socket, dst: socket.socket, delay: float) -> None:
         while True:
             data, arrived = recv_stamped(src) if stamped else (src.recv(CHUNK), time.monotonic())
             with ready:
+                while held >= HOLD_BYTES and writer.is_alive():
+                    ready.wait(0.1)
+                if not writer.is_alive():
+                    break  # its destination is gone: nothing more to hold for it
                 pending.append((arrived + delay, data))
-                ready.notify()
+                held += len(data)
+                ready.notify_all()
             if not data:
                 break
     except OSError:
         with ready:
             pending.append((0.0, b""))
-            ready.notify()
+            ready.notify_all()
     writer.join()
 
 
@@ -171,8 +263,11 @@ def _shut(sock: socket.socket) -> None:
 
 def serve_connection(client: socket.socket, target: Address, delay_s: float) -> None:
     try:
-        upstream = target.connect()
+        upstream = target.connect(client)
     except OSError:
+        # A reset, not an orderly close: the client's nearest answer to a refusal, where
+        # the kernel has completed its handshake with the relay already.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()
         return
     if client.family != socket.AF_UNIX:
@@ -258,23 +353,35 @@ def realtime() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--map", action="append", required=True, metavar="LISTEN=TARGET")
-    parser.add_argument("--delay-ms", type=float, default=0.0, help="added round-trip latency")
+    parser.add_argument("--map", action="append", default=[], metavar="LISTEN=TARGET")
+    parser.add_argument("--delay-ms", type=float, default=0.0,
+                        help="added round-trip latency of the --map listeners")
+    parser.add_argument("--detour", action="append", default=[], metavar="LISTEN,DELAY_MS",
+                        help="a transparent listener (nft redirect) and its added round trip")
     args = parser.parse_args()
-    delay = args.delay_ms / 1000.0
-    if delay:
+    if not args.map and not args.detour:
+        parser.error("give at least one --map or --detour")
+    routes = [(listen, Address.parse(target), args.delay_ms / 1000.0)
+              for listen, _, target in (m.partition("=") for m in args.map)]
+    routes += [(listen, Address(original=True), float(delay_ms) / 1000.0)
+               for listen, _, delay_ms in (d.rpartition(",") for d in args.detour)]
+    delays = {delay for _, _, delay in routes if delay}
+    if delays:
         realtime()
         # A thread waking for a chunk must not wait out another's 5 ms GIL slice.
         sys.setswitchinterval(0.0001)
+    # Each delay calibrated at itself (forwarding_overhead says why), then subtracted.
+    net = {}
+    for delay in sorted(delays):
         overhead = forwarding_overhead(delay)
-        print(f"forwarding overhead {overhead * 1000:.3f} ms, subtracted from the delay", flush=True)
-        delay = max(1e-9, delay - overhead)
+        print(f"forwarding overhead {overhead * 1000:.3f} ms at {delay * 1000:g} ms, subtracted "
+              "from the delay", flush=True)
+        net[delay] = max(1e-9, delay - overhead)
     loops = []
-    for mapping in args.map:
-        listen, _, target = mapping.partition("=")
+    for listen, target, delay in routes:
         listener = Address.parse(listen).listen()
         loops.append(threading.Thread(target=accept_loop, daemon=True, args=(
-            listener, Address.parse(target), delay)))
+            listener, target, net.get(delay, 0.0))))
     for loop in loops:
         loop.start()
     print("relay ready", flush=True)

@@ -3,11 +3,14 @@
 The platform (API, Redis) listens on loopback in the root namespace; each lab host reaches
 it through a relay in its namespace that forwards 127.0.0.1:PORT to a unix socket, and a
 root-namespace relay forwards that socket to the real port. No route leaves the lab.
+With a spec's geography, each host's connections to other cities go through a detour relay
+in its namespace (geography.py); the uplinks are on loopback and never detour.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +21,7 @@ from typing import Any
 import requests
 
 from benchmarks import runner
-from lab import procs
+from lab import geography, procs
 from lab.netlab import NetLab
 from workers.host.iperf3_auth import ensure_keys, server_args
 
@@ -53,14 +56,33 @@ class LabStack:
         return proc
 
     def relay(self, name: str, maps: list[str], host: str | None = None,
-              delay_ms: float = 0) -> procs.Proc:
+              delay_ms: float = 0, detours: list[str] | None = None,
+              wait: bool = True) -> procs.Proc:
         # Raised priority: a relay that adds latency must wake on time on a busy machine.
         argv = ["nice", "-n", "-10", sys.executable, "-m", "lab.relay",
-                *(a for m in maps for a in ("--map", m)), "--delay-ms", str(delay_ms)]
+                *(a for m in maps for a in ("--map", m)), "--delay-ms", str(delay_ms),
+                *(detours or [])]
         proc = self.keep(procs.start(name, self.lab.exec_argv(host, argv) if host else argv,
                                      self.work_dir, env={"PYTHONPATH": str(procs.REPO)}))
-        procs.wait_for(lambda: "relay ready" in proc.log(), 15, f"relay {name}")
+        if wait:
+            relay_ready(proc)
         return proc
+
+    def start_geography(self) -> None:
+        """Each host's detour relay, then the nft rules that send it the host's connections
+        to other cities (rules before the relay would refuse them). The relays start at
+        once and are waited for together: each calibrates for a second or so."""
+        geo = self.lab.spec.geography
+        if geo is None:
+            return
+        plan = geo.detours({h.name: (h.region, self.lab.address(h.name))
+                            for h in self.lab.spec.hosts})
+        started = [(host, detours, self.relay(f"geography-{host}", [], host=host,
+                                              detours=geography.relay_args(detours), wait=False))
+                   for host, detours in plan.items()]
+        for host, detours, proc in started:
+            relay_ready(proc)
+            self.lab.nft(host, geography.nft_ruleset(detours))
 
     def up(self) -> None:
         self.lab.up()
@@ -75,9 +97,11 @@ class LabStack:
             self.relay(f"uplink-{host.name}", [f"127.0.0.1:{self.api_port}=unix:{api_sock}",
                                                f"127.0.0.1:{self.redis_port}=unix:{redis_sock}"],
                        host=host.name)
-        for ref in self.lab.spec.references():  # its agent posts records; no broker
-            self.relay(f"uplink-{ref.name}", [f"127.0.0.1:{self.api_port}=unix:{api_sock}"],
-                       host=ref.name)
+        # A reference's agent posts records, a buyer's site calls the API: no broker.
+        for host in [*self.lab.spec.references(), *self.lab.spec.sites()]:
+            self.relay(f"uplink-{host.name}", [f"127.0.0.1:{self.api_port}=unix:{api_sock}"],
+                       host=host.name)
+        self.start_geography()
         for ref in self.lab.spec.references():
             self.start_reference(ref.name)
 
@@ -176,14 +200,26 @@ class LabStack:
 
         A shaped path's figure is this plus the added delay; comparing it with the delay
         alone counted the ends' processing (0.2-0.8 ms on two busy cores) as an error."""
-        code = ("import statistics, sys; from benchmarks.probes.network import tcp_echo_rtts; "
-                "print(statistics.median(tcp_echo_rtts(sys.argv[1], int(sys.argv[2]), "
-                "int(sys.argv[3]), token='lab-base-rtt')))")
-        done = runner.run(self.lab.exec_argv(node, [
-            "env", f"PYTHONPATH={procs.REPO}", sys.executable, "-c", code,
-            self.lab.address(reference), str(ECHO_PORT), str(count)]), timeout=60)
+        done = runner.run(self.lab.exec_argv(node, procs.answer_echo_argv(
+            self.lab.address(reference), ECHO_PORT, count, "lab-base-rtt", raised=False)),
+            timeout=60)
         if done.returncode != 0:
             raise RuntimeError(f"the base RTT from {node} to {reference}: {done.stderr.strip()}")
+        return float(statistics.median(json.loads(done.stdout.strip().splitlines()[-1])))
+
+    def tcp_rtt(self, host: str, address: str, port: int, raw: bool = False,
+                fastest: bool = False, count: int = 20, greeting: str = "") -> float:
+        """The TCP RTT (ms, median of one-byte echoes, or the fastest) from ``host``'s
+        namespace to an echo server; ``raw``: past the geography's relays, the path that a
+        city pair's round trip is added to (lab/rtt.py)."""
+        done = runner.run(self.lab.exec_argv(host, [
+            "env", f"PYTHONPATH={procs.REPO}", sys.executable, "-m", "lab.rtt", address,
+            str(port), "--count", str(count), *(["--raw"] if raw else []),
+            *(["--fastest"] if fastest else []),
+            *(["--greeting", greeting] if greeting else [])]), timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"the TCP RTT from {host} to {address}:{port}: "
+                               f"{done.stderr.strip()}")
         return float(done.stdout.strip().splitlines()[-1])
 
     def down(self) -> None:
@@ -196,13 +232,34 @@ class LabStack:
         self.lab.down()
 
 
+def relay_ready(proc: procs.Proc) -> None:
+    def ready() -> bool:
+        if not proc.alive():
+            raise RuntimeError(f"relay {proc.name} exited:\n{proc.log()[-2000:]}")
+        return "relay ready" in proc.log()
+
+    procs.wait_for(ready, 15, f"relay {proc.name}")
+
+
 def _authenticating(agent: procs.Proc) -> bool:
     """The agent has handed the platform its iperf3 public key (or stopped)."""
     return "lets in the turns' holders" in agent.log() or not agent.alive()
 
 
 def describe(stack: LabStack) -> list[dict[str, Any]]:
-    return [{"host": h.name, "kind": h.kind, "region": h.region, "address": stack.lab.address(h.name),
-             "rate_mbit": h.rate_mbit, "delay_ms": h.delay_ms,
-             "node_id": stack.nodes[h.name].node_id if h.name in stack.nodes else None}
-            for h in stack.lab.spec.hosts]
+    """A row per host; with a geography, its city and the round trip the lab adds to its
+    TCP connections to each other city (ICMP keeps the raw one)."""
+    geo = stack.lab.spec.geography
+    rows = []
+    for h in stack.lab.spec.hosts:
+        row: dict[str, Any] = {
+            "host": h.name, "kind": h.kind, "region": h.region,
+            "address": stack.lab.address(h.name), "rate_mbit": h.rate_mbit,
+            "delay_ms": h.delay_ms,
+            "node_id": stack.nodes[h.name].node_id if h.name in stack.nodes else None}
+        if geo is not None:
+            city = geo.city_of(h.region)
+            row |= {"city": city, "tcp_rtt_ms_to": {c: geo.rtt_ms(city, c)
+                                                    for c in sorted(geo.cities) if c != city}}
+        rows.append(row)
+    return rows

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-OURS = re.compile(r"\((?:api|jobs|fleet|leaderboard|certification|config|contract)/[^)]*\)")
+OURS = re.compile(r"\((?:api|jobs|fleet|board|web|leaderboard|certification|config|contract)/[^)]*\)")
 
 
 def py_spy() -> str | None:

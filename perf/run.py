@@ -5,7 +5,7 @@ beside its target); nothing here is a pass/fail test. Results: perf/results/benc
     dispatch latency      POST -> the node worker starts the probe, vs bare apply_async -> task start
     submission throughput jobs accepted per second under 8 connections (wrk), vs a minimal app
     end-to-end throughput no-op runs completed per second over N node workers, vs bare Celery
-    leaderboard latency   p50/p95 with 1,000 nodes and 1,000,000 samples, target p95 < 100 ms
+    leaderboard latency   p50/p95 with 1,000 nodes and 1,000,000 samples, target p95 < 20 ms
     resource use          RSS of an idle node worker and a web worker
     probe suite time      the quick full suite on one node, target < 3 minutes
     fleet                 N = 1,000 / 5,000 / 10,000 simulated hosts (perf/fleet.py): web CPU
@@ -182,7 +182,7 @@ class Bench:
         # Served exactly as the platform is: same gunicorn workers, same access log.
         self.platform.keep(procs.start("minimal-web", gunicorn_argv("perf.minimal.wsgi", port),
                                        self.platform.logs, env))
-        procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 30, "the minimal app")
+        procs.wait_for(lambda: procs.port_open("127.0.0.1", port), 30, "the minimal app")
         return f"http://127.0.0.1:{port}"
 
     def end_to_end(self, node_ids: list[int], runs: int) -> None:
@@ -235,8 +235,15 @@ class Bench:
                 if i >= 5:  # the first requests warm caches and connections
                     times.append((time.perf_counter() - start) * 1000)
                 r.raise_for_status()
-            self.report.target(f"leaderboard {name} p95", pct(times, 95), "< 100 ms", "ms",
+            self.report.target(f"leaderboard {name} p95", pct(times, 95), "< 20 ms", "ms",
                                p50=f"{pct(times, 50):.1f} ms", nodes=nodes, samples=samples)
+        # Profiled apart, untimed: where a board request's time goes (#35).
+        spy = Profile(web_master(self.platform), "leaderboard", 8)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            self.session.get(f"{self.api}/api/v1/leaderboard?metric=network.tcp_throughput"
+                             f"&profile=default{cases['three filters']}", timeout=30)
+        spy.done(top=14)
 
     def resources(self, worker: procs.Proc, node_id: int, broker_name: str) -> None:
         self.report.target("idle node worker RSS", rss_mb(worker.popen.pid), "< 150 MB", "MB")
@@ -333,11 +340,12 @@ def seed_scale(database_url: str, nodes: int, samples: int) -> None:
         # Every NOT NULL column is named: Django's field defaults are not database defaults.
         with cur.copy("COPY fleet_node (id, provider_id, region_id, name, status, key_prefix, key_hash,"
                       " broker_user, broker_suspended_reason, enrolled_at, revoked_reason, inventory,"
-                      " enrolled_nic_mbps, address, iperf3_port, gpu_model, broker) FROM STDIN") as copy:
+                      " enrolled_nic_mbps, enrolled_disks, address, iperf3_port, gpu_model, broker)"
+                      " FROM STDIN") as copy:
             for i in range(nodes):
                 copy.write_row((base + i, provider, region, f"scale-{i}", "active", f"s{base + i:011d}",
-                                "x" * 64, "", "", "2026-11-01T00:00:00Z", "", "{}", "[]", "", 5201,
-                                "none", "default"))
+                                "x" * 64, "", "", "2026-11-01T00:00:00Z", "", "{}", "[]", "[]", "",
+                                5201, "none", "default"))
         cur.execute("INSERT INTO jobs_benchmarkjob (owner_id, suite, profile, params, created_at,"
                     " idempotency_key, request_digest, node_count) VALUES (%s, 'network', 'default',"
                     " '{}', now(), '', '', 1) RETURNING id", (owner,))
@@ -358,7 +366,7 @@ def seed_scale(database_url: str, nodes: int, samples: int) -> None:
                                     "x", 3, "{}", "2026-11-01T00:10:00Z", "host-reported", ""))
         with cur.copy("COPY leaderboard_latestresult (node_id, metric, profile, value, unit, n,"
                       " run_id, measured_at, evidence, runs, verified, grade, evidence_source,"
-                      " requested_by) FROM STDIN") as copy:
+                      " requested_by, stand_in, shared, runs_apart) FROM STDIN") as copy:
             for run_id, node_id in runs:
                 for m in metrics:
                     # The default board ranks the measured class: every row has one (network
@@ -369,7 +377,7 @@ def seed_scale(database_url: str, nodes: int, samples: int) -> None:
                     for evidence in ("any", "measured", "verified") if network else ("any", "measured"):
                         copy.write_row((node_id, m, "default", (node_id * 13) % 1000 / 10, "x", 3,
                                         run_id, "2026-11-01T00:10:00Z", evidence, 1, network, grade,
-                                        "", "buyer"))
+                                        "", "buyer", False, False, 0))
         # The rows above took their ids by hand: what enrols next must not collide with them.
         cur.execute("SELECT setval(pg_get_serial_sequence('fleet_node', 'id'),"
                     " (SELECT max(id) FROM fleet_node))")

@@ -19,7 +19,7 @@ from api.serializers import (
     LinkMatrixSerializer,
     RegionPathPageSerializer,
 )
-from board import clusters, links
+from board import clusters, links, site_figures
 from contract import metrics
 from jobs.models import BenchmarkJob
 
@@ -105,7 +105,9 @@ class RegionPathsView(APIView):
 
     @extend_schema(parameters=[FORMAT], responses={200: RegionPathPageSerializer})
     def get(self, request: Request) -> Response:
-        return Response({"results": [p.__dict__ for p in links.region_paths()]})
+        # The buyer's own sites' rows after the platform's, for them alone.
+        own = site_figures.site_paths(request.user) if request.user.is_authenticated else []
+        return Response({"results": [p.__dict__ for p in [*links.region_paths(), *own]]})
 
 
 class LinkHistoryView(APIView):

@@ -9,7 +9,9 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from api.estimate_serializers import EstimatePageSerializer, EstimateRequestSerializer
+from api.permissions import current_user
 from board import estimate_board
+from jobs.services import site_probes
 
 MODEL_DOC = "README.md#what-would-my-job-take-and-cost (board/estimate.py)"
 
@@ -22,7 +24,9 @@ class EstimateView(APIView):
     def post(self, request: Request) -> Response:
         body = EstimateRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        workload = body.build_workload()
+        site_id = body.validated_data["workload"].get("site")
+        site = site_probes.site_of(current_user(request), site_id) if site_id else None
+        workload = body.build_workload(site)
         found = estimate_board.rank(workload, body.selection(), body.validated_data["rank_by"])
         return Response({"workload": estimate_board.workload_data(workload),
                          "rank_by": body.validated_data["rank_by"], "model": MODEL_DOC,

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.errors import error
+from api.permissions import current_user
 from api.renderers import CSVRenderer
 from api.serializers import (
     GroupPageSerializer,
@@ -26,7 +27,7 @@ from api.serializers import (
     entries_data,
     evidence_label,
 )
-from board import diagnosis, score, stability_board
+from board import diagnosis, score, site_figures, stability_board
 from board.models import LatestResult
 from board.ranking import (
     DEFAULT_METRIC,
@@ -44,6 +45,7 @@ from board.ranking import (
 )
 from config.errors import Invalid
 from fleet.models import Node
+from jobs.services import site_probes
 
 FILTER_PARAMS = [
     OpenApiParameter("metric", str, description=f"rank on this metric (default {DEFAULT_METRIC})"),
@@ -59,6 +61,14 @@ FILTER_PARAMS = [
     OpenApiParameter("max_price", int, description="a monthly budget in CNY: only nodes priced "
                                                    "at or under it (unpriced nodes drop out)"),
     OpenApiParameter("format", str, enum=["json", "csv"]),
+]
+SITE_PARAMS = [
+    OpenApiParameter("site", int, description="one of your sites: its figures beside each node "
+                                              "(yours alone: another's site is a 404)"),
+    OpenApiParameter("sort", str, enum=["site_rtt", "site_upload", "site_download"],
+                     description="with site: the page in the order of that figure from your "
+                                 "site (nodes it has not probed last); the ranks stay the "
+                                 "board's"),
 ]
 PAGE_SIZE = 100
 
@@ -91,11 +101,11 @@ def after(rows: QuerySet[LatestResult], higher_is_better: bool, value: float,
 
 
 class LeaderboardView(LeaderboardBase):
-    @extend_schema(parameters=[*FILTER_PARAMS, OpenApiParameter("cursor", str)],
+    @extend_schema(parameters=[*FILTER_PARAMS, OpenApiParameter("cursor", str), *SITE_PARAMS],
                    responses={200: LeaderboardPageSerializer})
     def get(self, request: Request) -> Response:
         filters = self.filters()
-        rows, profile = ranked(filters)
+        rows, profile = ranked(filters)  # ranked for everyone; a site's figures only beside
         first_rank = 1
         if request.query_params.get("cursor"):
             first_rank, value, node_id = decode_cursor(request.query_params["cursor"])
@@ -116,8 +126,22 @@ class LeaderboardView(LeaderboardBase):
             entries(host_reported(filters, profile), profile, 0, filters.evidence))
         for row in apart:
             row["rank"] = None
+        if request.query_params.get("site") or request.query_params.get("sort"):
+            results = from_site(request, results)
         return Response({"metric": filters.metric, "profile": profile, "evidence": evidence,
                          "next": next_url, "results": results, "host_reported": apart})
+
+
+def from_site(request: Request, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page with the caller's own site's figures beside each node, ordered by one of
+    them when asked: the site's owner's alone (anyone else's site reads as missing)."""
+    raw, sort = request.query_params.get("site", ""), request.query_params.get("sort", "")
+    if not raw.isdigit():
+        raise Invalid("site is one of your sites' ids (GET /api/v1/sites)", field="site")
+    if sort and sort not in site_figures.SORTS:
+        raise Invalid(f"sort is one of {', '.join(site_figures.SORTS)}", field="sort")
+    site = site_probes.site_of(current_user(request), int(raw))
+    return site_figures.beside(results, site, sort)
 
 
 class GroupView(LeaderboardBase):

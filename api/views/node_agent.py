@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from api.auth import NodeKeyAuthentication
@@ -23,9 +25,15 @@ from api.serializers import (
     RunResultSerializer,
     RunSpecSerializer,
 )
+from api.site_serializers import (
+    ProbeClaimedSerializer,
+    ProbeClaimSerializer,
+    ProbeRecordSerializer,
+)
 from config.errors import Conflict, DomainError, Invalid, NotFound, Unprocessable
+from contract import site_probe
 from fleet.models import Node
-from jobs.services import lifecycle, observability, reference_slots
+from jobs.services import lifecycle, observability, reference_slots, site_probes
 
 # What a refused result is counted as (bench_results_rejected_total), by kind of refusal.
 REJECTIONS: dict[type[DomainError], str] = {NotFound: "not_this_nodes_run",
@@ -121,3 +129,41 @@ class ReferenceSlotView(NodeView):
         state = reference_slots.take(self.node, run_id, data["attempt_id"], data["peer"],
                                      data["seconds"])
         return Response(state.as_dict())
+
+
+class PerNode(SimpleRateThrottle):
+    """Counted per node, not per address: nodes behind one NAT (or on the lab's loopback)
+    each have their own count."""
+
+    scope = "probe-claim"
+
+    def get_cache_key(self, request: Request, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": f"node-{request.auth.pk}"}
+
+
+class ProbeClaimView(NodeView):
+    """The node's test server takes a buyer's probe token: this node's, once, in time.
+
+    Anyone who reaches a node's test server can make it ask here (a made-up token costs one
+    claim), so a node's claims are throttled: a flood at one node's door reaches the
+    platform at the claim rate, and refuses only that node's probes meanwhile."""
+
+    throttle_classes = [PerNode]
+
+    @extend_schema(request=ProbeClaimSerializer, responses={200: ProbeClaimedSerializer})
+    def post(self, request: Request) -> Response:
+        body = ProbeClaimSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        probe = site_probes.claim(self.node, body.validated_data["token"])
+        return Response({"probe": probe.pk, "username": site_probe.iperf3_username(probe.pk)})
+
+
+class ProbeRecordView(NodeView):
+    """The node's own record of a buyer's session: the confirmation, not the figure."""
+
+    @extend_schema(request=ProbeRecordSerializer, responses={200: _Ack})
+    def post(self, request: Request, probe_id: int) -> Response:
+        body = ProbeRecordSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        site_probes.record(self.node, probe_id, body.validated_data)
+        return Response({"status": "ok"})

@@ -24,6 +24,7 @@ from contract.iperf3_server import ServerReport, json_objects, server_report
 from contract.run_spec import MESH_PREFIX
 from contract.sample import Sample, repeat_until_stable, summarise
 from contract.schedule import link_rounds
+from contract.site_probe import ECHO, gate_port
 from contract.suites import turn_seconds
 
 GBIT = 1e9
@@ -132,17 +133,31 @@ class NetworkProbe(Probe):
     def internode(self, peer: Peer, reps: int) -> list[Sample]:
         """This node's side of one link: RTT to the peer and throughput towards it."""
         meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
-        ping = self.ping(peer)
         runs = repeat_until_stable(lambda: self.iperf3(peer, reverse=False), lambda r: r.receiver_bps,
                                    reps)
         samples = [summarise("network.internode_throughput",
                              [r.receiver_bps / GBIT for r in runs],
-                             meta | self.iperf3_params(runs[0]) | cookies(runs))]
-        if ping.rtt_avg_ms is not None:
-            samples.append(Sample("network.internode_rtt", ping.rtt_avg_ms, "ms", n=ping.received,
-                                  min=ping.rtt_min_ms, max=ping.rtt_max_ms,
-                                  metadata=meta | self.ping_params()))
-        return samples
+                             meta | self.iperf3_params(runs[0]) | cookies(runs) | losses(runs))]
+        return samples + [self.internode_rtt(peer, meta)]
+
+    def internode_rtt(self, peer: Peer, meta: dict[str, Any]) -> Sample:
+        """The link's round trip as training's traffic takes it: TCP, echoed by the peer's
+        test server (the path between two cities is TCP's; ICMP may be routed or queued
+        otherwise). A peer without one (a worker from before it) is pinged instead, and
+        the figure says which tool read it."""
+        count, port = int(self.param("ping_count")), gate_port(peer.iperf3_port)
+        try:
+            rtts = tcp_echo_rtts(peer.host, port, count, greeting=f"{ECHO} {count}")
+        except ProbeError:
+            ping = self.ping(peer)
+            if ping.rtt_avg_ms is None:
+                raise ProbeError(f"no round trip to {peer.name} ({peer.host}): neither its test "
+                                 f"server on port {port} nor ping answered") from None
+            return Sample("network.internode_rtt", ping.rtt_avg_ms, "ms", n=ping.received,
+                          min=ping.rtt_min_ms, max=ping.rtt_max_ms,
+                          metadata=meta | self.ping_params())
+        return summarise("network.internode_rtt", rtts,
+                         meta | {"tool": "tcp echo", "echo_port": port, "count": count})
 
     def ping_params(self) -> dict[str, Any]:
         return {"tool": "ping", "count": int(self.param("ping_count")),
@@ -287,19 +302,25 @@ def ping_samples(result: PingResult, meta: dict[str, Any]) -> list[Sample]:
 
 
 def tcp_echo_rtts(host: str, port: int, count: int, timeout: float = 5.0,
-                  token: str = "") -> list[float]:
+                  token: str = "", greeting: str = "") -> list[float]:
     """Round-trip times (ms) over one TCP connection to an echo server.
 
     The TCP path's RTT where ICMP is blocked, or where only TCP sees the added latency
     (the lab's relays). With a run's ``token`` (a platform reference endpoint) the
     reference paces and times the round trips itself (answer_reference_rtts); without
-    one, this host sends one byte at a time and times the echo.
+    one, this host sends one byte at a time and times the echo. A ``greeting`` line opens
+    the echo first and must be answered OK (a peer node's test server: contract.site_probe).
     """
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if token:
                 return answer_reference_rtts(sock, token, count)
+            if greeting:
+                sock.sendall(f"{greeting}\n".encode())
+                answer = sock.makefile("rb").readline(MAX_ECHO_LINE).decode("ascii", "replace")
+                if answer.strip() != "OK":
+                    raise ProbeError(f"TCP echo on {host}:{port} refused: {answer.strip()[:80]!r}")
             rtts = []
             for _ in range(count + 1):
                 start = time.perf_counter()
@@ -344,6 +365,17 @@ def route_samples(result: TracepathResult, meta: dict[str, Any]) -> list[Sample]
 def cookies(results: list[Iperf3Result]) -> dict[str, Any]:
     """The tests' ids, by which the platform finds the reference's own record of each."""
     return {"cookies": [r.cookie for r in results if r.cookie]}
+
+
+def losses(results: list[Iperf3Result]) -> dict[str, Any]:
+    """What the sender retransmitted over what it sent (GB), when its OS counts it: a lossy
+    path shows here before its throughput falls far (board/link_faults.py)."""
+    counted = [r for r in results if r.retransmits is not None]
+    if not counted:
+        return {}
+    sent_gb = sum(r.sender_bps * r.duration_s / 8 for r in counted) / 1e9
+    return {"retransmits": sum(r.retransmits or 0 for r in counted),
+            "sent_gb": round(sent_gb, 6)}
 
 
 def iperf3_samples(forward: list[Iperf3Result], reverse: list[Iperf3Result],

@@ -192,6 +192,17 @@ def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_
         assert gbps["hz-a100-01"] > gbps["nb-a100-01"] > gbps["sz-h800-02"]
         assert 0.9 <= gbps["sz-h800-01"] <= 1.02
         assert 0.18 <= gbps["sz-h800-02"] <= 0.204
+        # A link's RTT is TCP's, echoed by the peer's test server, so between cities it is
+        # the geography's round trip (lab/specs/demo.yaml), within a city near nothing.
+        links = {(m[0], m[1]): float(m[2]) for m in re.findall(
+            r"^((?:hz|nb|sz)-\S+)\s+((?:hz|nb|sz)-\S+)\s+.*?([\d.]+)\s+(?:yes|agreed|no)$",
+            out, re.M)}
+        assert len(links) == 12, out[out.index("Each link"):][:3000]
+        modelled = {frozenset({"hz", "nb"}): 2.1, frozenset({"hz", "sz"}): 15.5,
+                    frozenset({"nb", "sz"}): 16.2}
+        for (a, b), rtt in links.items():
+            figure = modelled.get(frozenset({a[:2], b[:2]}), 0.0)
+            assert figure <= rtt < figure + 5, (a, b, rtt, links)
         # It ends with the verdict for GPT-2 small across two nodes, in both languages: the
         # hosts stand for A100 and H800 nodes, so compute is their datasheets' and each
         # pick says to check it; the 200 Mbit/s node is avoided for its link.
@@ -209,6 +220,17 @@ def test_the_demo_benchmarks_prices_certifies_and_its_printed_commands_work(tmp_
         assert {"code": "datasheet", "values": {}} in answer["picks"][0]["checks"]
         assert {a["candidate"]["name"]: a["reason"]["code"] for a in answer["avoid"]}.get(
             "sz-h800-02") == "slow-link", answer["avoid"]
+        # From the buyer's own site (#33): benchctl probe on the buyer's machine in Hangzhou
+        # names every node, each confirmed by the node's own test server; TCP to Shenzhen
+        # takes the geography's round trip (15.5 ms in the spec), to Hangzhou nothing; and
+        # the estimate copies the data set from there at what the probe measured.
+        site = out[out.index("From your site"):] if "From your site" in out else ""
+        probed = {m[0]: float(m[1].replace(",", "")) for m in re.findall(
+            r"^│ ((?:hz|nb|sz)-\S+)\s+│\s+([\d.,]+)\s+│.*│\s+yes\s+│$", site, re.M)}
+        assert set(probed) == set(rows), site[:4000] or out[-6000:]
+        assert all(15.5 <= v < 25 for k, v in probed.items() if k.startswith("sz-")), probed
+        assert probed["hz-a100-01"] < 5, probed
+        assert "2,000 GB from your Hangzhou office" in site, site[:6000]
     else:
         assert set(rows) == {"hz-a100-01", "sz-h800-01"}, out
         assert set(board) == set(rows), out

@@ -9,7 +9,7 @@ import pytest
 from board.models import ClusterResult, LinkResult
 from jobs.models import Run
 from jobs.services import submission
-from lab.procs import free_port, wait_for
+from lab.procs import free_port, node_ports, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -20,52 +20,51 @@ def finished(job: Any) -> bool:
     return not Run.objects.filter(job=job, status__in=["queued", "running"]).exists()
 
 
-def test_two_nodes_measure_the_link_between_them_both_ways(
+def test_three_nodes_measure_their_links_both_ways_and_share_their_regions_reference(
         live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
         worker_factory: Any) -> None:
+    # One job proves both (#31: they were a two-node and a three-node job, a minute apart):
+    # the node-to-node matrix both ways, and three nodes taking turns at one reference. On
+    # main before the turns: "iperf3 to reference:... failed: the server is busy running a
+    # test" once a node waited longer than its retries.
     nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
-                        iperf3_port=free_port()) for i in (1, 2)]
+                        iperf3_port=node_ports()) for i in (1, 2, 3)]
     worker_factory.many([(n.config_path, f"w-mesh-{n.node.name}") for n in nodes])
     job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network", QUICK)
-    wait_for(lambda: finished(job), 120, "both runs to finish")
+    wait_for(lambda: finished(job), 240, "the three runs to finish")
 
+    names = {n.node.pk: n.node.name for n in nodes}
+    waits = []
     for run in Run.objects.filter(job=job):
         assert run.status == "succeeded", run.error
         links = run.samples.filter(metric="network.internode_throughput")
-        peers = {s.metadata["peer"] for s in links}
-        other = next(n.node.name for n in nodes if n.node.pk != run.node_id)
-        assert peers == {f"node:{other}"}
-        assert links.get().value > 0.1
-        assert run.samples.filter(metric="network.internode_rtt").get().value < 1.0
+        others = {f"node:{name}" for pk, name in names.items() if pk != run.node_id}
+        assert {s.metadata["peer"] for s in links} == others
+        assert all(s.value > 0.1 for s in links)
+        rtts = run.samples.filter(metric="network.internode_rtt")
+        # Timed over TCP, echoed by the peer's test server, not pinged, every round trip
+        # counted. The figure is loopback's plus the peer's echo waiting for a CPU: the other
+        # pairs' iperf3 tests and, in CI, the other tests saturate both cores (CI: even the
+        # fastest of three echoes over 1 ms), which ping's answer from the kernel never met.
+        # So the bound here is loopback's under that load; the figure's exactness against a
+        # modelled path is the geography lab's test (tests/labtests/test_geography_lab.py).
+        assert {s.metadata["tool"] for s in rtts} == {"tcp echo"}
+        assert rtts.count() == 2 and all(s.n == QUICK["ping_count"] for s in rtts)
+        assert all(s.min is not None and s.min <= s.value < 50.0 for s in rtts), [
+            (s.min, s.value) for s in rtts]
+        forward = run.samples.get(metric="network.tcp_throughput",
+                                  metadata__peer="reference:hangzhou:ref1")
+        waits.append(forward.metadata["reference_wait_s"])
+    assert max(waits) > 1.0, waits  # someone waited for a turn instead of failing
     # Each direction is a link result with both ends' views: the receiving node's own
     # iperf3 server log counted the same tests (by cookie) as the sender.
-    wait_for(lambda: LinkResult.objects.filter(job=job).count() == 2, 30, "the link results")
+    wait_for(lambda: LinkResult.objects.filter(job=job).count() == 6, 30, "the link results")
     for link in LinkResult.objects.filter(job=job):
         assert link.receiver_gbps is not None and link.agreed, (
             link.sender_gbps, link.receiver_gbps)
         assert link.throughput_gbps == link.receiver_gbps
     assert {(li.source.name, li.target.name) for li in LinkResult.objects.filter(job=job)} == {
-        ("hz-1", "hz-2"), ("hz-2", "hz-1")}
-
-
-def test_three_nodes_of_one_region_share_its_reference_and_all_succeed(
-        live_server: Any, buyer: Any, enrol_node: Any, reference_endpoint: Any,
-        worker_factory: Any) -> None:
-    # On main: "iperf3 to reference:... failed: the server is busy running a test" once a
-    # node waited longer than its retries; the platform now hands out turns.
-    nodes = [enrol_node(f"hz-{i}", api_url=live_server.url, address="127.0.0.1",
-                        iperf3_port=free_port()) for i in (1, 2, 3)]
-    worker_factory.many([(n.config_path, f"w-ref-{n.node.name}") for n in nodes])
-    job, _ = submission.submit(buyer.user, [n.node.pk for n in nodes], "network",
-                               QUICK)
-    wait_for(lambda: finished(job), 240, "the three runs to finish")
-    waits = []
-    for run in Run.objects.filter(job=job):
-        assert run.status == "succeeded", run.error
-        forward = run.samples.get(metric="network.tcp_throughput",
-                                  metadata__peer="reference:hangzhou:ref1")
-        waits.append(forward.metadata["reference_wait_s"])
-    assert max(waits) > 1.0, waits  # someone waited for a turn instead of failing
+        (a, b) for a in names.values() for b in names.values() if a != b}
 
 
 def test_a_node_that_never_arrives_fails_the_job_with_its_name(

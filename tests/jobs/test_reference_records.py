@@ -133,3 +133,49 @@ def test_the_agent_without_its_key_says_where_the_key_comes_from(tmp_path: Path)
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "manage.py reference_endpoint REGION NAME HOST --key-file FILE" in done.stderr
+
+
+def test_the_agent_stopped_mid_post_finishes_the_post_and_exits_cleanly(tmp_path: Path) -> None:
+    """SIGTERM ends the agent between posts. Killed inside one, the platform's side of the
+    post went on against a test database being flushed, and the flush failed (CI, stop 43)."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    in_post, answered = threading.Event(), threading.Event()
+
+    class SlowPlatform(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            in_post.set()
+            time.sleep(1.5)  # the agent is stopped while it waits for this answer
+            body = json.dumps({"stored": 0, "skipped": 0, "through": 0.0}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)  # BrokenPipeError here if the agent was gone
+            answered.set()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowPlatform)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    key = tmp_path / "ref.key"
+    key.write_text("rk_1.secret")
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "reference-agent", "--url",
+         f"http://127.0.0.1:{server.server_address[1]}", "--key-file", str(key),
+         "--iperf3-log", str(tmp_path / "iperf3.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert in_post.wait(60), "the agent never posted"
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(10) == 0, agent.stderr.read() if agent.stderr else ""
+        assert answered.is_set()  # the post it was in was answered before it left
+    finally:
+        agent.kill()
+        server.shutdown()

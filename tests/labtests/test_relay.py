@@ -5,12 +5,15 @@ from __future__ import annotations
 import socket
 import statistics
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from benchmarks.probes.network import tcp_echo_rtts
 from lab import procs
+from lab import relay as lab_relay
 
 
 @pytest.fixture
@@ -23,7 +26,7 @@ def relay(tmp_path: Path, target: str, delay_ms: float) -> tuple[procs.Proc, int
     proc = procs.start(f"relay-{port}", [sys.executable, "-m", "lab.relay", "--map",
                                          f"127.0.0.1:{port}={target}", "--delay-ms", str(delay_ms)],
                        tmp_path)
-    procs.wait_for(lambda: procs._port_open("127.0.0.1", port), 10, "relay")
+    procs.wait_for(lambda: procs.port_open("127.0.0.1", port), 10, "relay")
     return proc, port
 
 
@@ -60,3 +63,29 @@ def test_bytes_arrive_intact_and_in_order_through_a_unix_socket_hop(tmp_path: Pa
         outer.stop()
         inner.stop()
     assert received == payload
+
+
+def test_a_detour_waits_out_a_moment_in_which_its_destination_refuses() -> None:
+    # As iperf3's server does between two tests: it listens anew for each.
+    port = procs.free_port()
+    listening = socket.socket()
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def listen_late() -> None:
+        time.sleep(0.3)
+        listening.bind(("127.0.0.1", port))
+        listening.listen(1)
+
+    threading.Thread(target=listen_late, daemon=True).start()
+    started = time.monotonic()
+    with lab_relay.connect_onward(("127.0.0.1", port), mark=0) as onward:
+        assert onward.getpeername() == ("127.0.0.1", port)
+    assert time.monotonic() - started >= 0.25
+    listening.close()
+
+
+def test_a_detour_gives_up_on_a_destination_that_keeps_refusing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lab_relay, "REFUSED_RETRY_S", 0.2)
+    with pytest.raises(ConnectionRefusedError):
+        lab_relay.connect_onward(("127.0.0.1", procs.free_port()), mark=0)

@@ -20,7 +20,8 @@ from django.utils import timezone
 from board.models import ClusterResult
 from certification.models import Certificate
 from fleet.models import Node
-from jobs.services import retests, submission
+from jobs.models import Site, SiteProbe
+from jobs.services import retests, site_probes, submission
 from lab.procs import REPO
 from tests.fixtures import measured, trial_agent
 from tests.jobs.test_retests import week
@@ -169,15 +170,31 @@ WIDER_THAN_THE_SCREEN = """() => {
 }"""
 
 
-def pages(live_server: Any, board: dict[str, Any], job_id: int) -> dict[str, str]:
+def pages(live_server: Any, board: dict[str, Any], job_id: int, site_id: int) -> dict[str, str]:
     hz1, hz2, sz1 = (board[n].node for n in ("hz-1", "hz-2", "sz-1"))
-    return {"leaderboard": "/?evidence=any", "compare": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}",
+    return {"sites": "/sites/", "board-from-site": f"/?evidence=any&site={site_id}&sort=site_rtt",
+            "compare-from-site": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}&site={site_id}",
+            "estimate-from-site": "/estimate/?preset=resnet50&steps=1000&dataset_gb=450"
+                                  f"&data_site={site_id}",
+            "leaderboard": "/?evidence=any", "compare": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}",
             "estimate": "/estimate/?preset=resnet50&steps=1000&rank_by=time",
             # The estimate rows: these nodes have no matmul figure, so each says why.
             "compare-estimate": f"/compare/?nodes={hz1.pk},{hz2.pk},{sz1.pk}&preset=resnet50&steps=1000",
             "node": f"/nodes/{hz1.pk}/", "provider": f"/providers/{hz1.provider_id}/",
             "certification": "/certification/", "job": f"/jobs/{job_id}/", "jobs": "/jobs/",
             "password": "/accounts/password/", "login": "/accounts/login/", "not-found": "/nodes/999999/"}
+
+
+def from_a_site(buyer: Any, board: dict[str, Any]) -> Site:
+    """The buyer's office with what `benchctl probe` stored from it of hz-1 (the board's
+    nodes enrolled without an address, so the figures are written as the service keeps
+    them); the other nodes not probed from it."""
+    site = site_probes.create_site(buyer.user, "Hangzhou office", "Hangzhou")
+    now = timezone.now()
+    SiteProbe.objects.create(site=site, node=board["hz-1"].node, token_hash="0" * 64,
+                             expires_at=now, claimed_at=now, measured_at=now, rtts_ms=[2.5],
+                             rtt_ms=2.5, upload_gbps=0.94, download_gbps=0.9, confirmed=True)
+    return site
 
 
 def signed_in(tab: Any, buyer: Any, live_server: Any) -> None:
@@ -190,10 +207,11 @@ def signed_in(tab: Any, buyer: Any, live_server: Any) -> None:
 def test_every_page_reads_in_chinese_and_in_english(board: Any, browser: Any, live_server: Any,
                                                     buyer: Any) -> None:
     job, _ = submission.submit(buyer.user, [board["hz-2"].node.pk], "noop")
+    site = from_a_site(buyer, board)
     for lang, locale in (("zh-hans", "zh-CN"), ("en", "en-US")):
         tab = open_tab(browser, locale)
         signed_in(tab, buyer, live_server)
-        for name, path in pages(live_server, board, job.pk).items():
+        for name, path in pages(live_server, board, job.pk, site.pk).items():
             url = f"{live_server.url}/{lang}{path}"
             tab.goto(url)
             assert tab.evaluate("document.documentElement.lang") == lang, url
@@ -209,8 +227,9 @@ def test_every_page_reads_in_chinese_and_in_english(board: Any, browser: Any, li
     phone = open_tab(browser, "zh-CN", width=390)
     signed_in(phone, buyer, live_server)
     wide = {}
-    for name, path in pages(live_server, board, job.pk).items():
-        if name in ("leaderboard", "compare", "estimate", "node", "certification", "jobs"):
+    for name, path in pages(live_server, board, job.pk, site.pk).items():
+        if name in ("leaderboard", "compare", "estimate", "node", "certification", "jobs",
+                    "sites", "board-from-site"):
             phone.goto(f"{live_server.url}/zh-hans{path}")
             phone.screenshot(path=str(SHOTS / f"{name}-zh-hans-phone.png"), full_page=True)
             if phone.evaluate("document.documentElement.scrollWidth"

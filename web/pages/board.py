@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from board import clusters, links
@@ -30,7 +31,7 @@ from board.ranking import (
 )
 from contract import metrics
 from fleet.models import Node, Provider, Region
-from web import charts, stability_page, words
+from web import charts, my_site, stability_page, words
 from web.page import (
     COLUMN_METRICS,
     best_of,
@@ -163,6 +164,9 @@ def within(e: clusters.ClusterEntry, filters: Filters) -> bool:
 
 def leaderboard_page(request: HttpRequest) -> HttpResponse:
     problem = ""
+    # "From my site" (?site=ID, the reader's own; anyone else's is a 404): its figures
+    # beside each row, the rows in the order of one of them when sorted so (the ranks stay).
+    site, sort = my_site.chosen(request), my_site.sort_of(request.GET)
     try:
         filters = Filters.from_query(request.GET)
         rows, profile = ranked(filters)
@@ -182,6 +186,9 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
     metric = metrics.METRICS.get(filters.metric) or metrics.METRICS[DEFAULT_METRIC]
     values = node_values((e.row.node_id for e in board), profile, filters.evidence) if board else {}
     table = board_table(board, values, metric)
+    if site is not None:
+        table["table"] = my_site.beside(table["table"], site, lambda r: r["entry"].row.node_id,
+                                        sort)
     board_links = links.latest_links(links.Selection())
     # The verdict for the default job (multi-node data-parallel training) on the board's
     # candidates: the answer first, the table under it.
@@ -208,9 +215,13 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         # Every measured pair (the latest ranked test of each), up to MAX_MATRIX_NODES nodes.
         "link_chart": link_chart(board_links),
         "link_findings": clusters.link_findings(board_links),
-        "job_form": estimates.form(request.GET), "verdict": found,
+        "job_form": estimates.form(request.GET, sites=my_site.choices(request)),
+        "verdict": found,
         "stability_days": settings.STABILITY_WINDOW_DAYS,
         **profile_choices(filters, profile),
+        "site": site, "site_sort": sort if site else "", "my_sites": my_site.choices(request),
+        "site_sorts": my_site.sort_links(request.GET),
+        "site_url": reverse("site-page", args=[site.pk]) if site else "",
     }, status=400 if problem else 200)
 
 

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from board import clusters, diagnosis, score, stability_board
+from board import clusters, diagnosis, score, site_figures, stability_board
 from board.estimate_board import Selection
 from board.models import ClusterResult
 from board.ranking import (
@@ -24,7 +24,8 @@ from board.ranking import (
 from contract import metrics
 from contract.areas import AREAS, area_of
 from fleet.models import Node
-from web import charts, stability_page, words
+from jobs.models import Site
+from web import charts, my_site, stability_page, words
 from web.page import (
     COLUMN_METRICS,
     all_equal,
@@ -209,10 +210,28 @@ def standing(c: Candidate, i: int, rows: list[dict[str, Any]]) -> dict[str, str]
             "text": _("; ").join(parts) or _("no figure apart from the others")}
 
 
+def from_site(site: Site, found: list[Candidate]) -> list[dict[str, Any]]:
+    """The buyer's own site's figures of each compared node, the best of each row marked;
+    a node the site never probed says so, a cluster has no figure of its own from it."""
+    mine = site_figures.by_node(site)
+    out = []
+    for key, label, unit, higher in (("rtt_ms", _("RTT from my site"), "ms", False),
+                                     ("upload_gbps", _("Upload from my site"), "Gbit/s", True),
+                                     ("download_gbps", _("Download to my site"), "Gbit/s", True)):
+        probed = [mine.get(c.pk) if c.kind == "node" else None for c in found]
+        values = [p.get(key) if p else None for p in probed]
+        wins = best_of(values, higher)
+        out.append({"key": key, "label": label, "unit": unit, "cells": [
+            {"text": figure(v), "best": i in wins, "probed": p is not None, "kind": c.kind}
+            for i, (c, p, v) in enumerate(zip(found, probed, values, strict=True))]})
+    return out
+
+
 def compare_page(request: HttpRequest) -> HttpResponse:
     """Two to four nodes or clusters side by side: per metric, the winner of each row, the
     diagnosis of each and the difference in price."""
     node_ids, cluster_ids, problem = compare_ids(request.GET)
+    site = my_site.chosen(request)  # the reader's own (anyone else's: a 404)
     status = 400 if problem else 200
     found = [] if problem else candidates(node_ids, cluster_ids)
     if not problem and len(found) < len(node_ids) + len(cluster_ids):
@@ -223,7 +242,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     if table and estimates.wants_estimate(request.GET):
         try:
             job = estimates.compare_job(request.GET, [len(c.members) for c in found
-                                                      if c.kind == "cluster"])
+                                                      if c.kind == "cluster"], request.user)
             job_rows = estimates.compare_rows(job, node_ids, cluster_ids,
                                               [(c.kind, c.pk) for c in found])
         except estimates.BadJob as exc:
@@ -240,7 +259,10 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     return render(request, "web/compare.html", {
         "candidates": found, "comparison": table, "problem": problem,
         "estimate": job_rows, "estimate_problem": job_problem, "verdict": answer,
-        "job_form": estimates.form(request.GET, nodes_key="job_nodes"),
+        "job_form": estimates.form(request.GET, nodes_key="job_nodes",
+                                   sites=my_site.choices(request)),
         "node_ids": ",".join(map(str, node_ids)), "cluster_ids": ",".join(map(str, cluster_ids)),
+        "site": site, "from_site": from_site(site, found) if site and table else [],
+        "my_sites": my_site.choices(request),
     }, status=status)
 

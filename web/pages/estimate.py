@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language, gettext_lazy, ngettext
 from django.utils.translation import gettext as _
 
-from board import estimate, estimate_board
+from board import estimate, estimate_board, staging
 from board.estimate import Workload
 from board.estimate_board import Candidate, Selection
 from board.models import ClusterResult
@@ -29,15 +29,17 @@ from board.ranking import EVIDENCE_CHOICES
 from contract import outcomes
 from contract.outcomes import Skipped
 from fleet.models import Region
-from web import charts, words
+from web import charts, my_site, words
 from web.page import best_of, cluster_name
 from web.pages import verdict
 
 MAX_JOB_NODES = 8  # the form's choice; the API takes more
 MAX_GPUS_PER_NODE = 64  # as the API (api/estimate_serializers.py)
 MAX_STEPS = 10**9
+MAX_DATASET_GB = 1e7  # as the API (api/estimate_serializers.py)
+DATA_USES = (staging.COPY_ONCE, staging.STREAM)
 DEFAULT_PRESET, DEFAULT_STEPS = "gpt2-small", 10_000
-PARTS = ("compute", "sync", "input", "checkpoint")
+PARTS = ("compute", "sync", "input", "checkpoint", "staging")  # staging: data at a site
 PART_WORDS = {k: gettext_lazy(v) for k, v in outcomes.PARTS.items()}
 
 
@@ -65,9 +67,10 @@ def wants_estimate(query: Mapping[str, Any]) -> bool:
 
 
 def job_from_query(query: Mapping[str, Any], nodes_key: str = "nodes", default_nodes: int = 1,
-                   regions: Sequence[str] | None = None) -> Job:
+                   regions: Sequence[str] | None = None, reader: Any = None) -> Job:
     """The job a form asked for. ``nodes_key`` names the nodes-per-job field (the compare
-    page's ``nodes`` lists node ids). Raises BadJob with a message in the page's language."""
+    page's ``nodes`` lists node ids); ``reader``: the user whose sites the data may live at.
+    Raises BadJob with a message in the page's language (Http404 for a site not theirs)."""
     name = str(query.get("preset", ""))
     if name not in estimate.presets():
         raise BadJob(_html(_("“%(value)s” is not a model we know: pick one of %(known)s."),
@@ -91,7 +94,42 @@ def job_from_query(query: Mapping[str, Any], nodes_key: str = "nodes", default_n
     # A CPU-only job, asked for explicitly: a GPU job never takes a CPU's figure (#32).
     cpu_only = str(query.get("cpu_only") or "") in ("1", "on", "true")
     return Job(estimate.from_preset(name, steps=steps, nodes=nodes, gpus_per_node=gpus,
-                                    cpu_only=cpu_only), region, rank_by, evidence)
+                                    cpu_only=cpu_only, **data_fields(query, reader)),
+               region, rank_by, evidence)
+
+
+def data_fields(query: Mapping[str, Any], reader: Any) -> dict[str, Any]:
+    """The job's data as Workload fields: its size, the reader's own site it lives at (none:
+    on the node) and whether the job copies it once or streams it (board/staging.py)."""
+    gb = amount(query, "dataset_gb", _("Data set size"), MAX_DATASET_GB)
+    use = str(query.get("data_use") or staging.COPY_ONCE)
+    if use not in DATA_USES:
+        raise BadJob(_html(_("The data is copied once (copy-once) or streamed (stream), not "
+                             "“%(value)s”."), value=no_translate(use[:40])))
+    site = my_site.own(reader, query.get("data_site"))  # another buyer's: a 404, as the API
+    if site is None:
+        return {"dataset_gb": gb, "data_use": use}
+    if not gb:
+        raise BadJob(_html(_("Give the data set's size to estimate moving it from your site "
+                             "%(site)s."), site=no_translate(site.name)))
+    return {"dataset_gb": gb, "data_use": use, "data_site": site.pk, "data_site_name": site.name,
+            "data_site_city": site.city}
+
+
+def amount(query: Mapping[str, Any], key: str, label: str, high: float) -> float:
+    """A number from 0 to ``high`` (0 when the field is empty)."""
+    raw = str(query.get(key) or "").strip().replace(",", "")
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw) if raw.isascii() and len(raw) <= 24 else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= high:  # NaN fails both sides
+        raise BadJob(_html(_("%(field)s must be a number from 0 to %(high)s (you gave "
+                             "“%(value)s”)."), field=label, high=charts.number(high),
+                           value=no_translate(raw[:40])))
+    return value
 
 
 def whole(query: Mapping[str, Any], key: str, label: str, low: int, high: int,
@@ -113,8 +151,10 @@ def region_choices() -> list[str]:
     return sorted({p.lower() for p, _ in places} | {c for _, c in places})
 
 
-def form(query: Mapping[str, Any], nodes_key: str = "nodes") -> dict[str, Any]:
-    """The job form's choices and the values it shows (the query's, else the defaults)."""
+def form(query: Mapping[str, Any], nodes_key: str = "nodes",
+         sites: Sequence[Any] = ()) -> dict[str, Any]:
+    """The job form's choices and the values it shows (the query's, else the defaults);
+    ``sites``: the reader's own, where the job's data may live."""
     return {"presets": [{"name": n, "params": short_count(float(p["params"]))}
                         for n, p in estimate.presets().items()],
             "preset": str(query.get("preset") or DEFAULT_PRESET),
@@ -124,7 +164,10 @@ def form(query: Mapping[str, Any], nodes_key: str = "nodes") -> dict[str, Any]:
             "gpus_per_node": str(query.get("gpus_per_node") or 1),
             "max_gpus": MAX_GPUS_PER_NODE, "region": str(query.get("region") or ""),
             "rank_by": str(query.get("rank_by") or "cost"),
-            "cpu_only": str(query.get("cpu_only") or "") in ("1", "on", "true")}
+            "cpu_only": str(query.get("cpu_only") or "") in ("1", "on", "true"),
+            "sites": sites, "dataset_gb": str(query.get("dataset_gb") or ""),
+            "data_site": str(query.get("data_site") or ""),
+            "data_use": str(query.get("data_use") or staging.COPY_ONCE)}
 
 
 # --- in words ------------------------------------------------------------------------------
@@ -153,10 +196,20 @@ def workload_facts(w: Workload, rank_by: str = "") -> list[tuple[str, SafeString
                 "ranks": w.ranks, "shape": shape(w)})),
             (_("Steps"), conditional_escape(charts.number(w.steps))),
             (_("Precision"), format_html('<code translate="no">{}</code>', w.precision))]
+    if w.data_site is not None:
+        rows.append((_("Data set"), data_words(w)))
     if rank_by:
         rows.append((_("Ranked by"), conditional_escape(
             _("cost of the job") if rank_by == "cost" else _("time of the job"))))
     return rows
+
+
+def data_words(w: Workload) -> SafeString:
+    """450 GB at your site Hangzhou office, copied once before the job (or streamed)."""
+    how = (_("copied to the node once, before the job") if w.data_use == staging.COPY_ONCE
+           else _("streamed from there every step"))
+    return _html(_("%(gb)s GB at your site %(site)s, %(how)s"), gb=charts.number(w.dataset_gb),
+                 site=no_translate(w.data_site_name), how=how)
 
 
 def shape(w: Workload) -> str:
@@ -231,6 +284,7 @@ class Row:
     summary: str = ""
     by_hour: str = ""  # a multi-node job at its links' worst and best hours of the day
     unmeasured: str = ""  # the parts without a figure, in a sentence
+    staging: str = ""  # the data's way from the buyer's site (contract.outcomes.STAGING)
     what_ifs: list[str] = field(default_factory=list)
     skipped: SafeString | str = ""
     evidence: str = ""  # the lowest rung of the figures the estimate stands on
@@ -262,7 +316,12 @@ def row(c: Candidate, places: Mapping[str, Region], names: Mapping[int, str]) ->
     out.hours_value, out.cost_value = e.hours, e.cost_cny
     out.evidence = c.evidence
     out.parts = parts(e)
-    out.summary = estimate_board.estimate_data(e)["summary"]
+    # The data's way from the site on a line of its own, worded from its code as the API
+    # and benchctl word it; the bottleneck's sentence then goes without it.
+    out.staging = outcomes.staging_words(e.staging, charts.number, _)
+    data = estimate_board.estimate_data(e)
+    out.summary = outcomes.summary(data | {"staging": {}}, charts.number, _) if out.staging \
+        else data["summary"]
     out.by_hour = outcomes.by_hour({"by_hour": {k: {"hours": a.estimate.hours,
                                                     "hours_of_day": a.hours_of_day}
                                                 for k, a in c.by_hour.items()}}, charts.number, _)
@@ -324,11 +383,11 @@ def compare_url(job: Job, nodes: Sequence[int] = (), clusters: Sequence[int] = (
 
 # --- the compare page ----------------------------------------------------------------------
 
-def compare_job(query: Mapping[str, Any], sizes: Sequence[int]) -> Job:
+def compare_job(query: Mapping[str, Any], sizes: Sequence[int], reader: Any = None) -> Job:
     """The compare page's job: nodes per job from ``job_nodes``, else the clusters' size
     when they are all one size (a node alone: one)."""
     default = sizes[0] if sizes and len(set(sizes)) == 1 else 1
-    return job_from_query(query, nodes_key="job_nodes", default_nodes=default)
+    return job_from_query(query, nodes_key="job_nodes", default_nodes=default, reader=reader)
 
 
 def compare_rows(job: Job, node_ids: list[int], cluster_ids: list[int],
@@ -354,7 +413,7 @@ def estimate_page(request: HttpRequest) -> HttpResponse:
     first; the candidates without the figures it needs listed apart, with the reason."""
     problem, job, found, answer = "", None, [], None
     try:
-        job = job_from_query(request.GET, regions=region_choices())
+        job = job_from_query(request.GET, regions=region_choices(), reader=request.user)
         found = ranked(job)
         answer = verdict.box(job.workload, Selection(region=job.region, evidence=job.evidence),
                              job.rank_by)
@@ -364,7 +423,7 @@ def estimate_page(request: HttpRequest) -> HttpResponse:
         "problem": problem, "job": job, "rows": [r for r in found if r.rank],
         "skipped": [r for r in found if not r.rank],
         "facts": workload_facts(job.workload, job.rank_by) if job else [],
-        "job_form": form(request.GET), "verdict": answer,
+        "job_form": form(request.GET, sites=my_site.choices(request)), "verdict": answer,
         "no_change_pays": _("No change tried here (4x gradient accumulation, packed data, a "
                             "faster link) would cut the job by %(share)s or more.") % {
             "share": f"{1 - outcomes.WORTH_NAMING:.0%}"},

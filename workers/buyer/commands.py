@@ -1,9 +1,11 @@
 """benchctl's commands for a buyer and procurement: submit, status, results, compare,
-leaderboard, estimate, and checking certificates (verify, trust)."""
+leaderboard, estimate, sites and probe (from the buyer's own site), and checking
+certificates (verify, trust)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +216,45 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sites(args: argparse.Namespace) -> int:
+    from workers.buyer import sites
+    from workers.buyer.display import print_rows
+
+    client = _client(args)
+    if args.action == "add":
+        if not args.name or not args.city:
+            raise CliError(_("name the site and its city: benchctl sites add \"Hangzhou "
+                             "office\" --city Hangzhou"))
+        site = client.call("POST", "/api/v1/sites", json={"name": args.name, "city": args.city})
+        print(_("site {id}: {name} ({city})").format(**site))
+        return 0
+    if args.action == "show":
+        site = sites.find(client, args.name or "")
+        detail = client.call("GET", f"/api/v1/sites/{site['id']}")
+        print_rows(sites.figure_rows(detail["figures"]), args.format,
+                   _("from {name} ({city})").format(**detail))
+        return 0
+    print_rows([{"site": s["name"], "city": s["city"], "id": s["id"]}
+                for s in client.call("GET", "/api/v1/sites")], args.format, _("your sites"))
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from workers.buyer import sites
+    from workers.buyer.display import print_rows
+
+    if bool(args.nodes) == bool(args.region):
+        raise CliError(_("name the nodes (--nodes 1,2,3) or a region (--region shenzhen)"))
+    client = _client(args)
+    site = sites.find(client, args.site)
+    rows, failed = sites.probe(client, site, args.nodes, args.region, args.seconds,
+                               not args.no_route)
+    print_rows(rows, args.format, _("from {name} ({city})").format(**site))
+    for name, why in failed:
+        print(_("{node}: {error}").format(node=name, error=why), file=sys.stderr)
+    return 1 if failed else 0
+
+
 def job_hardware(p: argparse.ArgumentParser) -> None:
     """What the job runs on, alike for estimate and recommend."""
     p.add_argument("--gpus-per-node", type=int, metavar="N",
@@ -284,6 +325,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help=_("micro-steps per optimizer step (default: 1)"))
     est.add_argument("--small-files", action="store_true",
                      help=_("the data is one file per sample, not packed in shards"))
+    est.add_argument("--dataset-gb", type=float, metavar="GB",
+                     help=_("the training data's size"))
+    est.add_argument("--data-site", type=int, metavar="ID",
+                     help=_("the data lives at your site ID (benchctl sites), not on the "
+                            "node: staged at what benchctl probe measured from it"))
+    est.add_argument("--data-use", default="copy-once", choices=["copy-once", "stream"],
+                     help=_("copy the data to the node once, or stream it every step "
+                            "(default: %(default)s)"))
     est.add_argument("--checkpoint-gb", type=float, metavar="GB", help=_("size of one checkpoint"))
     est.add_argument("--checkpoint-every", type=int, metavar="STEPS",
                      help=_("steps between two checkpoints"))
@@ -304,6 +353,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help=_("cheapest or fastest first (default: %(default)s)"))
     est.add_argument("--format", default="table", choices=FORMATS)
     est.set_defaults(func=cmd_estimate)
+
+    sites_cmd = sub.add_parser("sites", help=_("your sites (offices, storage) to probe nodes "
+                                               "from: list, add, show"))
+    client_args(sites_cmd)
+    sites_cmd.add_argument("action", nargs="?", default="list", choices=["list", "add", "show"])
+    sites_cmd.add_argument("name", nargs="?", help=_("the site's name (or id, for show)"))
+    sites_cmd.add_argument("--city", help=_("the site's city, e.g. Hangzhou or 杭州"))
+    sites_cmd.add_argument("--format", default="table", choices=FORMATS)
+    sites_cmd.set_defaults(func=cmd_sites)
+
+    probe = sub.add_parser("probe", help=_("measure RTT, throughput both ways and the route "
+                                           "from this machine (your site) to candidate nodes"))
+    client_args(probe)
+    probe.add_argument("--site", required=True,
+                       help=_("the site this machine is at: its name or id (benchctl sites add)"))
+    probe.add_argument("--nodes", help=_("node ids, e.g. 1,2,3"))
+    probe.add_argument("--region", help=_("every active node of a region, e.g. shenzhen"))
+    probe.add_argument("--seconds", type=int, default=5, metavar="S",
+                       help=_("each iperf3 test's length, at most 10 (default: %(default)s)"))
+    probe.add_argument("--no-route", action="store_true", help=_("skip tracepath"))
+    probe.add_argument("--format", default="table", choices=FORMATS)
+    probe.set_defaults(func=cmd_probe)
 
     rec = sub.add_parser("recommend", help=_("where to rent for your training job, and why; "
                                              "which candidates to avoid"))

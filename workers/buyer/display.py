@@ -67,7 +67,11 @@ def headers() -> dict[str, str]:
             "region": _("region"), "score": _("score"), "stale": _("stale"), "winner": _("winner"),
             "candidate": _("candidate"), "step_s": _("step (s)"), "hours": _("hours"),
             "cost_cny": _("cost (CNY)"), "bottleneck": _("bottleneck"), "notes": _("notes"),
-            "reason": _("reason"), "where": f"{_('provider')} / {_('region')}"}
+            "reason": _("reason"), "where": f"{_('provider')} / {_('region')}",
+            "site": _("site"), "city": _("city"), "rtt_ms": _("RTT (ms)"),
+            "node_rtt_ms": _("node's own RTT (ms)"), "upload_gbps": _("upload (Gbit/s)"),
+            "download_gbps": _("download (Gbit/s)"), "hops": _("hops"),
+            "confirmed": _("confirmed by the node")}
 
 
 def cell(value: Any) -> str:

@@ -55,6 +55,13 @@ def workload(args: argparse.Namespace) -> dict[str, Any]:
              "gpus_per_node": args.gpus_per_node, "accumulation": args.accumulation,
              "precision": args.precision, "checkpoint_gb": args.checkpoint_gb,
              "checkpoint_interval": args.checkpoint_every}
+    if args.data_site is not None:
+        if not args.dataset_gb:
+            raise CliError(_("--data-site needs --dataset-gb: how much data the job reads "
+                             "from it"))
+        given |= {"data_at": "site", "site": args.data_site}
+    if args.dataset_gb is not None:
+        given |= {"dataset_gb": args.dataset_gb, "data_use": args.data_use}
     if args.small_files:
         given["packed"] = False
     if args.cpu_only:
@@ -103,6 +110,10 @@ def skipped_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
 def rows(page: dict[str, Any]) -> list[dict[str, Any]]:
     """Every candidate with the raw numbers (JSON, CSV): the skipped ones with empty figures."""
     out = []
+    # Data staging is a part only of a job whose data is at a site: a column only then.
+    staged = any("staging" in ((c["estimate"] or {}).get("parts_s") or {})
+                 for c in page["results"])
+    shown = [p for p in outcomes.PARTS if p != "staging" or staged]
     for c in page["results"]:
         e = c["estimate"] or {}
         parts = e.get("parts_s") or {}
@@ -110,7 +121,7 @@ def rows(page: dict[str, Any]) -> list[dict[str, Any]]:
                     "provider": c["provider"], "region": c["region"],
                     "nodes": ",".join(n["name"] for n in c["nodes"]),
                     "price_cny_month": c["price_cny_month"], "step_s": e.get("step_s"),
-                    **{f"{part}_s": parts.get(part) for part in outcomes.PARTS},
+                    **{f"{part}_s": parts.get(part) for part in shown},
                     "hours": e.get("hours"), "cost_cny": e.get("cost_cny"),
                     "bottleneck": e.get("bottleneck"), "summary": summary(e) if e else "",
                     "on_cpu": c["on_cpu"], "unmeasured": ",".join(e.get("unmeasured", [])),

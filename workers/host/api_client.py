@@ -88,3 +88,11 @@ class NodeApi:
 
     def heartbeat(self) -> None:
         self._post("heartbeat")
+
+    def probe_claim(self, token: str) -> dict[str, Any]:
+        """Take a buyer's probe token for this node's test server (ApiError when it is not
+        this node's, used or run out)."""
+        return self._post("probes/claim", {"token": token})
+
+    def probe_record(self, probe_id: int, record: dict[str, Any]) -> None:
+        self._post(f"probes/{probe_id}/record", record, retries=3)

@@ -4,6 +4,7 @@ echo-server, reference-agent."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -105,7 +106,12 @@ def cmd_reference_agent(args: argparse.Namespace) -> int:
             path=args.iperf3_auth), flush=True)
     print(_("reference agent: handing in {logs} to {url}").format(
         logs=", ".join(filter(None, [args.iperf3_log, args.echo_log])), url=args.url), flush=True)
-    agent.run(report=lambda line: print(line, flush=True))
+    # SIGTERM ends the agent between posts, never inside one: a post cut off mid-request
+    # left the platform's side of it running against a database being emptied (a deadlock
+    # with the test database's flush, CI of stop 43).
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+    agent.run(stop=lambda: bool(stopping), report=lambda line: print(line, flush=True))
     return 0
 
 

@@ -6,6 +6,7 @@ no events, no remote control, no gossip or mingle; results go to the API, never 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -18,6 +19,7 @@ from celery.signals import worker_ready
 
 from benchmarks import runner
 from benchmarks.probes.network import served_log
+from contract.site_probe import gate_port
 from contract.tasks import EXECUTE_RUN_TASK
 from workers.host import execution
 from workers.host.api_client import ApiError, NodeApi
@@ -101,6 +103,7 @@ def make_app(config: NodeConfig) -> Celery:
                   config.broker_url, liveness_key(config)).start()
         if config.address:
             start_iperf3_server(config)
+            start_probe_gate(config)
 
     @app.task(name=EXECUTE_RUN_TASK)
     def execute_run(run_id: int) -> str:
@@ -126,6 +129,28 @@ def start_iperf3_server(config: NodeConfig) -> subprocess.Popen[bytes] | None:
         return None
     log.info("iperf3 server for node-to-node tests on %s:%s", config.address, config.iperf3_port)
     return server
+
+
+def start_probe_gate(config: NodeConfig) -> threading.Thread:
+    """The test server for buyers' probes from their sites (workers/host/probe_gate.py), on
+    the enrolled address, in a thread of the worker: it dies with it."""
+    from workers.host.probe_gate import ProbeGate
+
+    port = gate_port(config.iperf3_port)
+    directory = served_log(config.address, port).with_name(f"probe-gate-{config.address}-{port}")
+    gate = ProbeGate(NodeApi(config.api_url, config.api_key), config.address, port,
+                     config.iperf3_port, directory)
+    def serve() -> None:
+        try:
+            asyncio.run(gate.serve())
+        except OSError as exc:  # the port taken: node-to-node tests go on without it
+            log.warning("no test server for buyers' probes on %s:%s: %s", config.address,
+                        port, exc)
+
+    thread = threading.Thread(target=serve, name="probe-gate", daemon=True)
+    thread.start()
+    log.info("test server for buyers' probes on %s:%s", config.address, port)
+    return thread
 
 
 def worker_argv(config: NodeConfig, loglevel: str = "INFO") -> list[str]:

@@ -192,4 +192,11 @@ class ReferenceAgent:
                 delay = 0.0 if stored["full"] else self.interval
             # A platform that refuses posts (backing off up to 30 s) must not hold up the
             # firewall's refresh.
-            time.sleep(min(delay, self.firewall.wait()) if self.firewall else delay)
+            _pause(min(delay, self.firewall.wait()) if self.firewall else delay, stop)
+
+
+def _pause(seconds: float, stop: Callable[[], bool]) -> None:
+    """Sleep in short slices, so that a stop asked for during a 30 s back-off is heard."""
+    deadline = time.monotonic() + seconds
+    while not stop() and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 0.5))

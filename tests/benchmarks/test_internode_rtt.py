@@ -1,0 +1,47 @@
+"""A link's RTT (network.internode_rtt): TCP round trips echoed by the peer's test server
+(workers/host/probe_gate.py, run here on loopback), or ping where the peer has none."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from benchmarks.probes.base import Peer, ProbeContext
+from benchmarks.probes.network import NetworkProbe
+from contract.site_probe import gate_port
+from contract.suites import PARAMS
+from lab import procs
+from workers.host.api_client import NodeApi
+from workers.host.probe_gate import ProbeGate
+
+META = {"peer": "node:hz-2", "peer_host": "127.0.0.1"}
+
+
+def probe() -> NetworkProbe:
+    params = {name: float(p.default) for name, p in PARAMS.items()}
+    return NetworkProbe(ProbeContext(params=params | {"ping_count": 5, "ping_interval": 0.2}))
+
+
+def test_the_links_rtt_is_echoed_by_the_peers_test_server(tmp_path: Path) -> None:
+    iperf3_port = procs.node_ports()
+    # An echo never asks the platform: a closed port stands in for its API.
+    gate = ProbeGate(NodeApi(f"http://127.0.0.1:{procs.free_port()}", "nk_0.none"),
+                     "127.0.0.1", gate_port(iperf3_port), iperf3_port, tmp_path / "gate")
+    threading.Thread(target=asyncio.run, args=(gate.serve(),), daemon=True).start()
+    procs.wait_for(lambda: procs.port_open("127.0.0.1", gate_port(iperf3_port)), 10, "the gate")
+
+    sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", iperf3_port), META)
+    assert sample.metric == "network.internode_rtt" and sample.n == 5
+    expected = META | {"tool": "tcp echo", "echo_port": iperf3_port + 1, "count": 5}
+    assert {k: sample.metadata.get(k) for k in expected} == expected
+    assert 0 < sample.value < 5.0  # loopback
+
+
+def test_a_peer_without_a_test_server_is_pinged_and_the_figure_says_so() -> None:
+    closed = procs.free_port()  # nothing listens on the port after it either, most likely:
+    while procs.port_open("127.0.0.1", closed + 1):
+        closed = procs.free_port()
+    sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", closed), META)
+    assert sample.metric == "network.internode_rtt" and sample.n == 5
+    assert sample.metadata["tool"] == "ping" and 0 < sample.value < 5.0
