@@ -72,7 +72,11 @@ class LinkResult(models.Model):
     throughput_gbps = models.FloatField(null=True)
     sender_gbps = models.FloatField(null=True)
     receiver_gbps = models.FloatField(null=True)
-    rtt_ms = models.FloatField(null=True)  # source -> target (ICMP avg); the reverse row has the other way
+    rtt_ms = models.FloatField(null=True)  # source -> target, TCP echo median; reverse row: other way
+    # The sender's run-to-run spread of the throughput (CV over its repetitions), and what it
+    # retransmitted per GB sent (its OS's count: a lossy path). Read by board/link_faults.py.
+    throughput_cv = models.FloatField(null=True)
+    retransmits_per_gb = models.FloatField(null=True)
     # Both ends counted the same tests; confirmed only when the receiver is another
     # provider's host (two hosts of one provider can agree on a lie).
     agreed = models.BooleanField(default=False)

@@ -72,7 +72,7 @@ def record(job_id: int, finished: bool = False) -> bool:
     succeeded = [r for r in runs if r.status == Run.Status.SUCCEEDED]
     samples: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for s in Sample.objects.filter(run__in=succeeded).values("run_id", "metric", "value", "unit",
-                                                              "n", "metadata"):
+                                                              "n", "cv", "metadata"):
         samples[s["run_id"]].append(dict(s))
     with transaction.atomic():
         _links(job, runs, succeeded, samples)
@@ -119,14 +119,24 @@ def _links(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
             rows.append(LinkResult(
                 job=job, source=_measured(run.node), target=_measured(target),
                 throughput_gbps=receiver if agreed else figure, sender_gbps=s["value"],
-                receiver_gbps=receiver, rtt_ms=rtts.get(peer), agreed=agreed, confirmed=confirmed,
+                receiver_gbps=receiver, rtt_ms=rtts.get(peer), throughput_cv=s.get("cv"),
+                retransmits_per_gb=per_gb(s["metadata"]), agreed=agreed, confirmed=confirmed,
                 ranked=ranked, profile=job.profile,
                 measured_at=run.finished_at or timezone.now()))
     LinkResult.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["job", "source", "target"],
-        update_fields=["throughput_gbps", "sender_gbps", "receiver_gbps", "rtt_ms", "agreed",
+        update_fields=["throughput_gbps", "sender_gbps", "receiver_gbps", "rtt_ms",
+                       "throughput_cv", "retransmits_per_gb", "agreed",
                        "confirmed",
                        "ranked", "profile", "measured_at"])
+
+
+def per_gb(metadata: dict[str, Any]) -> float | None:
+    """Retransmits per GB sent, from the sender's counts (host-reported: read defensively)."""
+    count, sent = metadata.get("retransmits"), metadata.get("sent_gb")
+    if not isinstance(count, (int, float)) or not isinstance(sent, (int, float)) or sent <= 0:
+        return None
+    return max(0.0, float(count)) / float(sent)
 
 
 def _cluster(job: BenchmarkJob, runs: list[Run], succeeded: list[Run],
