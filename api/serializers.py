@@ -272,9 +272,14 @@ class FindingSerializer(serializers.Serializer[Any]):
     verdict = serializers.CharField()
     advice = serializers.CharField()
     rule = serializers.CharField(help_text="the rule it breaks, e.g. diagnosis.high-latency "
-                                 "(board/data/rules.yaml); empty for the cluster, link and "
-                                 "stability findings")
+                                 "(board/data/rules.yaml) or link_faults.slow_share "
+                                 "(board/data/link_faults.yaml); empty for the cluster-wide "
+                                 "and stability findings")
     why = serializers.CharField(help_text="that rule's why, in the request's language")
+    part = serializers.CharField(default="", help_text="the part it names: node:NAME, or link:A-B (the "
+                                 "ends sorted); empty when it is not about one part")
+    kind = serializers.CharField(default="", help_text="what is wrong with that part: slow, lossy or "
+                                 "latent; empty when it names no part")
 
 
 class StabilityBriefSerializer(serializers.Serializer[Any]):
@@ -540,12 +545,17 @@ class LinkSerializer(serializers.Serializer[Any]):
     sender_gbps = serializers.FloatField(allow_null=True)
     receiver_gbps = serializers.FloatField(allow_null=True,
                                            help_text="the receiving node's own server log")
-    rtt_ms = serializers.FloatField(allow_null=True, help_text="from -> to (ICMP avg)")
+    rtt_ms = serializers.FloatField(allow_null=True, help_text="from -> to: the median TCP round "
+                                    "trip, echoed by the receiver's test server")
     agreed = serializers.BooleanField(help_text="both ends' counts agree within 5%")
     confirmed = serializers.BooleanField(help_text="they agree, and the receiver is another "
                                          "provider's host (one provider's two hosts are one word)")
     job = serializers.IntegerField()
     measured_at = serializers.DateTimeField()
+    throughput_cv = serializers.FloatField(allow_null=True, help_text=(
+        "the sender's run-to-run spread of its throughput (CV over its repetitions)"))
+    retransmits_per_gb = serializers.FloatField(allow_null=True, help_text=(
+        "TCP segments the sender's OS retransmitted per GB it sent (null when not counted)"))
 
 
 class LinkMatrixSerializer(serializers.Serializer[Any]):

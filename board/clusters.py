@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
-from board import multi_node
+from board import link_faults, multi_node
 from board.diagnosis import Finding
 from board.models import ClusterResult, LinkResult
 from board.ranking import EVIDENCE_CHOICES
@@ -31,10 +31,8 @@ from jobs.models import BenchmarkJob, Sample
 
 DEFAULT_METRIC = "training.samples_per_s"
 SLOWEST_LINK = "network.slowest_link"  # not a sample's metric: the cluster's weakest pair
-# A cluster's busbw should reach this share of what its slowest link carries (GB/s);
-# a link this far under the cluster's median link is the one to test without.
+# A cluster's busbw should reach this share of what its slowest link carries (GB/s).
 BUSBW_OF_LINK = 0.9
-SLOW_LINK = 0.8
 # NCCL's transport (benchmarks.parsers.nccl) when it sent between nodes over TCP.
 NCCL_SOCKETS = "NET/Socket"
 # (node name, the active RDMA ports its host listed, the transport its NCCL log named)
@@ -162,9 +160,9 @@ def entry(result: ClusterResult, recent: list[ClusterResult] | None = None) -> C
 
 
 def diagnose(result: ClusterResult, links: list[LinkResult]) -> list[Finding]:
-    """Name the slow part, as pairwise re-testing would: a node whose links are slow while
-    the links among the others are not, else a slow link; and a busbw its links do not
-    explain."""
+    """Name the bad part, as pairwise re-testing would: a node whose links are slow, lossy
+    or latent while the links among the others are not, else such a link; and a busbw its
+    links do not explain."""
     findings = link_findings(links)
     busbw = result.figures.get("training.allreduce_busbw_largest", {}).get("value")
     if busbw is not None and result.slowest_link_gbps:
@@ -212,49 +210,8 @@ def rdma_unused(hosts: list[HostTransport]) -> Finding | None:
 
 
 def link_findings(links: list[LinkResult]) -> list[Finding]:
-    """The slow node if one explains the slow links, else each slow link."""
-    return slow_node(links) or slow_links(links)
-
-
-def rate(links: list[LinkResult]) -> float | None:
-    rates = [li.throughput_gbps for li in links if li.throughput_gbps is not None]
-    return statistics.median(rates) if rates else None
-
-
-def slow_node(links: list[LinkResult]) -> list[Finding]:
-    """The node whose links run under SLOW_LINK of the links that do not touch it."""
-    names = {n for li in links for n in (li.source.name, li.target.name)}
-    worst: tuple[float, str, float, float] | None = None
-    for name in names:
-        mine = rate([li for li in links if name in (li.source.name, li.target.name)])
-        others = rate([li for li in links if name not in (li.source.name, li.target.name)])
-        if mine is None or not others or mine >= SLOW_LINK * others:
-            continue
-        if worst is None or mine / others < worst[0]:
-            worst = (mine / others, name, mine, others)
-    if worst is None:
-        return []
-    name, mine, others = worst[1:]  # (`_` is gettext here)
-    return [Finding("slow-node", _("%(name)s: its links run at %(mine)s of the others' "
-                                   "%(others)s Gbit/s")
-                    % {"name": name, "mine": f"{mine:.2f}", "others": f"{others:.2f}"},
-                    _("test the cluster without %(name)s, or ask the provider to check its NIC, "
-                      "cabling and switch port") % {"name": name})]
-
-
-def slow_links(links: list[LinkResult]) -> list[Finding]:
-    """Links under SLOW_LINK of the cluster's median link (no one node explains them)."""
-    median = rate(links)
-    if median is None or len(links) < 2:
-        return []
-    return [Finding("slow-link", _("%(source)s -> %(target)s runs at %(gbps)s of the cluster's "
-                                   "median %(median)s Gbit/s")
-                    % {"source": li.source.name, "target": li.target.name,
-                       "gbps": f"{li.throughput_gbps:.2f}", "median": f"{median:.2f}"},
-                    _("re-test that pair; if it stays slow, the path between them (switch, "
-                      "route) is the bottleneck"))
-            for li in links if li.throughput_gbps is not None
-            and li.throughput_gbps < SLOW_LINK * median]
+    """The bad node if one explains the bad links, else each bad link (board/link_faults.py)."""
+    return link_faults.findings(links)
 
 
 def name(result: ClusterResult) -> str:

@@ -25,6 +25,10 @@ class Finding:
     advice: str
     rule: str = ""  # the rule of board/data/rules.yaml it breaks ("" for one of its own)
     why: str = ""  # that rule's why, in the request's language
+    # The part it names (node:NAME, link:A-B with the ends sorted) and what is wrong with it
+    # (slow, lossy, latent), where the finding is about one part of a node set.
+    part: str = ""
+    kind: str = ""
 
 
 def broken(name: str, v: Values) -> Rule | None:

@@ -115,7 +115,8 @@ def link_data(link: LinkResult) -> dict[str, Any]:
             "throughput_gbps": link.throughput_gbps, "sender_gbps": link.sender_gbps,
             "receiver_gbps": link.receiver_gbps, "rtt_ms": link.rtt_ms,
             "agreed": link.agreed, "confirmed": link.confirmed, "job": link.job_id,
-            "measured_at": link.measured_at}
+            "measured_at": link.measured_at, "throughput_cv": link.throughput_cv,
+            "retransmits_per_gb": link.retransmits_per_gb}
 
 
 @dataclass(frozen=True)

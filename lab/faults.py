@@ -7,10 +7,11 @@ truth a diagnosis is judged against is that part and the kind of finding it shou
 * ``slow-nic``: the node's link shaped to ``amount`` of its rate (tc tbf, both directions),
   as a NIC negotiated down or a congested switch port.
 * ``slow-link``: the pair's traffic policed to ``amount`` of their rate in both directions
-  (nft ``limit rate over ... drop`` on each end's output toward the other), their other
+  (nft ``limit rate over ... drop`` at each end on what arrives from the other), their other
   links untouched: a bad path between two nodes.
 * ``lossy-node`` / ``lossy-link``: ``amount`` of the packets dropped at random (nft
-  ``numgen random``) on the node's own link both ways, or only between the pair.
+  ``numgen random``) on the node's own link both ways, or only between the pair, each where
+  it arrives.
 * ``latent-node``: ``amount`` ms added to every TCP round trip to and from the node: its
   connections, and every other host's connections to it, detour through a relay that holds
   them (lab/relay.py ``--detour``, the geography's mechanism); ICMP keeps the raw path.
@@ -82,13 +83,14 @@ def draw(rng: random.Random, nodes: Sequence[str], kind: str) -> Fault:
     return Fault(kind, hosts, KINDS[kind][1])
 
 
-def filter_ruleset(rules: Sequence[str], inbound: Sequence[str] = ()) -> str:
-    """An nft table of drop rules on the host's own link (eth0: the uplinks to the platform
-    are on loopback, untouched)."""
+def filter_ruleset(inbound: Sequence[str]) -> str:
+    """An nft table of drop rules on what reaches the host over its own link (eth0: the
+    uplinks to the platform are on loopback, untouched). Drops are made where the packet
+    arrives: one dropped on its sender's own output is a local error that TCP sends again
+    without counting a retransmit, as if the packet had never left (measured: 1% dropped on
+    output gave 0 retransmits and the full rate; ICMP's losses showed)."""
     return "\n".join([
         f"table ip {FILTER_TABLE} {{",
-        "  chain output {", "    type filter hook output priority 0; policy accept;",
-        *(f"    oifname \"eth0\" {r}" for r in rules), "  }",
         "  chain input {", "    type filter hook input priority 0; policy accept;",
         *(f"    iifname \"eth0\" {r}" for r in inbound), "  }", "}", ""])
 
@@ -124,14 +126,18 @@ def inject(stack: LabStack, fault: Fault) -> None:
         a, b = fault.hosts
         for here, there in ((a, b), (b, a)):
             rate = min(rate_of(stack, here), rate_of(stack, there)) * fault.amount
-            lab.nft(here, filter_ruleset([f"ip daddr {lab.address(there)} {police(rate)}"]))
+            lab.nft(here, filter_ruleset([f"ip saddr {lab.address(there)} {police(rate)}"]))
     elif fault.kind == "lossy-node":
+        # Its inbound packets at its own end; its outbound ones at each receiver's.
         host = fault.hosts[0]
-        lab.nft(host, filter_ruleset([drop_random(fault.amount)], [drop_random(fault.amount)]))
+        lab.nft(host, filter_ruleset([drop_random(fault.amount)]))
+        for other in (h.name for h in lab.spec.hosts if h.name != host):
+            lab.nft(other, filter_ruleset([f"ip saddr {lab.address(host)} "
+                                           f"{drop_random(fault.amount)}"]))
     elif fault.kind == "lossy-link":
         a, b = fault.hosts
         for here, there in ((a, b), (b, a)):
-            lab.nft(here, filter_ruleset([f"ip daddr {lab.address(there)} "
+            lab.nft(here, filter_ruleset([f"ip saddr {lab.address(there)} "
                                           f"{drop_random(fault.amount)}"]))
     elif fault.kind == "latent-node":
         (host,) = fault.hosts

@@ -25,8 +25,14 @@ Targets (issue "The lab"):
   (network.internode_rtt) within the same bound of the raw round trip plus the figure; two
   Hangzhou nodes', of the raw round trip alone.
 
+* The diagnosis on injected faults (issue #36, perf/fault_bench.py): clusters of 3 and 4
+  nodes, each with one fault drawn at random (a slow NIC or link, loss on a node or a link,
+  latency added to a node) or none; precision >= 0.95, recall >= 0.92 and no false alarm on
+  a healthy cluster.
+
 `python -m perf.accuracy estimate` runs the estimate cases alone; `python -m perf.accuracy
-site` the cases between cities alone.
+site` the cases between cities alone; `python -m perf.accuracy faults [SEED] [COUNT]` the
+fault bench alone (the seed and count it prints draw the same cases again).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from contract.site_probe import ECHO, gate_port
 from lab import netlab
 from lab.platform_stack import REPO, PlatformStack, say
 from lab.stack import IPERF3_PORT, LabStack
+from perf import fault_bench
 
 VAR = REPO / "var" / "accuracy"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -76,6 +83,9 @@ SPEC: dict[str, Any] = {"name": "acc", "geography": GEOGRAPHY, "hosts": [
     # measure between the nodes themselves (a node alone would need one in its region).
     {"name": "s500", "region": "shenzhen", "provider": PROVIDER, "rate_mbit": 500},
     {"name": SITE, "kind": "site", "region": "hangzhou"},
+    # The fault bench's cluster (perf/fault_bench.py): one region, shaped alike.
+    *({"name": h, "region": "shenzhen", "provider": PROVIDER, "rate_mbit": fault_bench.RATE_MBIT}
+      for h in fault_bench.HOSTS),
 ]}
 NETWORK = {"iperf3_duration": 5, "iperf3_omit": 1, "repetitions": 3, "ping_count": 20}
 # A link's figures come after each node's reference tests: one short repetition of those.
@@ -340,9 +350,19 @@ def estimate_cases(api: Api, nodes: dict[str, int], lab: netlab.NetLab) -> list[
     return cases
 
 
+def cluster_links(api: Api, nodes: dict[str, int], names: list[str]) -> dict[str, Any]:
+    """A buyer's network job on ``names``: its links, with their diagnosis."""
+    job = api.job([nodes[n] for n in names], "network", fault_bench.NETWORK)
+    answer: dict[str, Any] = api.get(f"/api/v1/links?job={job['id']}")
+    return answer
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    only = args[0] if args[:1] in (["estimate"], ["site"]) else ""
+    only = args[0] if args[:1] in (["estimate"], ["site"], ["faults"]) else ""
+    draw, count = fault_bench.SEED, fault_bench.CASES
+    if only == "faults" and args[1:]:
+        draw, count = int(args[1]), int(args[2]) if args[2:] else count
     if only == "estimate" and args[1:]:  # `estimate 1,2,5`: those cases only (1 is the first)
         picked = {int(i) - 1 for i in args[1].split(",")}
         ESTIMATE_CASES[:] = [c for i, c in enumerate(ESTIMATE_CASES) if i in picked]
@@ -354,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = netlab.LabSpec.from_dict(SPEC)
     lab = LabStack(netlab.NetLab(spec), VAR / "lab", 0, 0)
     cases: list[Case] = []
+    outcomes: list[fault_bench.Outcome] = []
     try:
         platform.start()
         seed = json.loads(platform.manage("seed_demo", f"--provider={PROVIDER}=local_dc"))
@@ -378,17 +399,32 @@ def main(argv: list[str] | None = None) -> int:
         if only in ("", "estimate"):
             say("estimate cases (the workload estimate against DDP runs on reshaped links)")
             cases += estimate_cases(api, nodes, lab.lab)
+        if only in ("", "faults"):
+            say("fault cases (the diagnosis on clusters with one injected fault, or none)")
+            outcomes = fault_bench.run(lab, lambda names: cluster_links(api, nodes, names),
+                                       draw, count)
     finally:
         lab.down()
         platform.stop()
     for case in cases:
         print(case.line())
     passed = sum(c.ok for c in cases)
-    print(f"accuracy: {passed}/{len(cases)} cases within target")
+    if cases:
+        print(f"accuracy: {passed}/{len(cases)} cases within target")
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = f"{only}-accuracy.json" if only else "accuracy.json"
     (RESULTS / name).write_text(json.dumps([c.__dict__ for c in cases], indent=2))
-    return 0 if passed == len(cases) and cases else 1
+    faults_met = True
+    if only in ("", "faults"):
+        for outcome in outcomes:
+            print(outcome.line())
+        lines, faults_met = fault_bench.table(outcomes, draw)
+        print("\n".join(lines))
+        (RESULTS / "faults.json").write_text(json.dumps(
+            [{"case": o.line(), "part": o.fault.part, "kind": o.fault.kind,
+              "named": {p: sorted(k) for p, k in o.named.items()}, "seconds": o.seconds}
+             for o in outcomes], indent=2))
+    return 0 if passed == len(cases) and faults_met and (cases or only == "faults") else 1
 
 
 if __name__ == "__main__":
