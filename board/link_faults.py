@@ -16,9 +16,13 @@ nodes of one region: between two cities the round trip is the distance's, not a 
 
 from __future__ import annotations
 
+import bisect
+import math
 import statistics
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,6 +41,7 @@ def bound_rules() -> dict[str, bounds.Bound]:
     return bounds.load_bounds(RULES_FILE)
 
 
+@lru_cache(maxsize=1)
 def limits() -> dict[str, float]:
     return {name: b.value for name, b in bound_rules().items()}
 
@@ -50,35 +55,80 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """What a part's links are judged against: the other links' median and spread."""
+    median: float
+    spread: float  # their standard deviation (0 under two links)
+
+
+class Pool:
+    """One kind's figures over every judged link, from which the reference of any part (all
+    links but that part's) is taken without going over every link again: the median by rank
+    in the sorted figures, the spread from their sums, kept exact (Fractions: a float sum of
+    squares loses a small spread beside large figures, 0 and 9,000 retransmits). A board
+    judges thousands of links, one node and one pair at a time; going over all of them for
+    each was quadratic."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.sorted = sorted(values)
+        exact = [Fraction(v) for v in values]
+        self.total = sum(exact, Fraction(0))
+        self.squares = sum((v * v for v in exact), Fraction(0))
+
+    def without(self, removed: list[float]) -> Reference | None:
+        """The reference of the figures but ``removed`` (each one of them); None if none
+        is left."""
+        n = len(self.sorted) - len(removed)
+        if n <= 0:
+            return None
+        skipped: list[int] = []  # the removed figures' places in the sorted list, ascending
+        for v in sorted(removed):
+            place = bisect.bisect_left(self.sorted, v)
+            skipped.append(max(place, skipped[-1] + 1) if skipped else place)
+
+        def at(rank: int) -> float:  # the rank-th (from 0) of the figures left
+            for place in skipped:
+                if place > rank:
+                    break
+                rank += 1
+            return self.sorted[rank]
+
+        median = (at((n - 1) // 2) + at(n // 2)) / 2
+        if n < 2:
+            return Reference(median, 0.0)
+        exact = [Fraction(v) for v in removed]
+        mean = (self.total - sum(exact, Fraction(0))) / n
+        variance = (self.squares - sum((v * v for v in exact), Fraction(0))
+                    - n * mean * mean) / (n - 1)
+        return Reference(median, math.sqrt(variance))
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str  # the finding's kind: slow, lossy, latent
     rule: str  # its bound in board/data/link_faults.yaml
     read: Callable[[LinkResult], float | None]
-    # (the link, its value, the reference values) -> is it bad
-    bad: Callable[[LinkResult, float, list[float]], bool]
+    # (the link, its value, the reference of the links it is judged against) -> is it bad
+    bad: Callable[[LinkResult, float, Reference], bool]
     between_regions: bool = True  # judged on links between regions too
 
 
-def spread(values: list[float]) -> float:
-    return statistics.stdev(values) if len(values) >= 2 else 0.0
-
-
-def slow(link: LinkResult, value: float, others: list[float]) -> bool:
-    b, ref = limits(), statistics.median(others)
+def slow(link: LinkResult, value: float, ref: Reference) -> bool:
+    b = limits()
     # The link's own repetitions' spread, or its peers' spread, whichever is wider.
-    noise = max((link.throughput_cv or 0.0) * ref, spread(others))
-    return value < b["slow_share"] * ref and ref - value > b["margin_spreads"] * noise
+    noise = max((link.throughput_cv or 0.0) * ref.median, ref.spread)
+    return value < b["slow_share"] * ref.median and ref.median - value > b["margin_spreads"] * noise
 
 
-def lossy(link: LinkResult, value: float, others: list[float]) -> bool:
-    b, ref = limits(), statistics.median(others)
-    return value > max(b["lossy_per_gb"], b["lossy_factor"] * ref,
-                       ref + b["margin_spreads"] * spread(others))
+def lossy(link: LinkResult, value: float, ref: Reference) -> bool:
+    b = limits()
+    return value > max(b["lossy_per_gb"], b["lossy_factor"] * ref.median,
+                       ref.median + b["margin_spreads"] * ref.spread)
 
 
-def latent(link: LinkResult, value: float, others: list[float]) -> bool:
-    b, ref = limits(), statistics.median(others)
-    return value - ref > max(b["latent_ms"], b["margin_spreads"] * spread(others))
+def latent(link: LinkResult, value: float, ref: Reference) -> bool:
+    b = limits()
+    return value - ref.median > max(b["latent_ms"], b["margin_spreads"] * ref.spread)
 
 
 KINDS = (
@@ -120,16 +170,21 @@ def value(kind: Kind, link: LinkResult) -> float:
 def bad_node(kind: Kind, links: list[LinkResult]) -> tuple[str, list[Gap]] | None:
     """The node all of whose links (two at least) are bad against the links it does not
     touch; of several, the one furthest from its reference."""
+    pool = Pool([value(kind, li) for li in links])
+    touching: dict[str, list[LinkResult]] = defaultdict(list)
+    for li in links:
+        for name in ends(li):
+            touching[name].append(li)
     found: list[tuple[float, str, list[Gap]]] = []
-    for name in sorted({n for li in links for n in ends(li)}):
-        mine = [li for li in links if name in ends(li)]
-        others = [value(kind, li) for li in links if name not in ends(li)]
-        if len(mine) < 2 or not others:
+    for name in sorted(touching):
+        mine = touching[name]
+        ref = pool.without([value(kind, li) for li in mine]) if len(mine) >= 2 else None
+        if ref is None:
             continue
-        if all(kind.bad(li, value(kind, li), others) for li in mine):
-            ref = statistics.median(others)
-            gaps = [Gap(li, value(kind, li), ref) for li in mine]
-            found.append((abs(statistics.median(g.value for g in gaps) - ref), name, gaps))
+        if all(kind.bad(li, value(kind, li), ref) for li in mine):
+            gaps = [Gap(li, value(kind, li), ref.median) for li in mine]
+            found.append((abs(statistics.median(g.value for g in gaps) - ref.median), name,
+                          gaps))
     if not found:
         return None
     _distance, name, gaps = max(found, key=lambda f: f[0])
@@ -139,12 +194,16 @@ def bad_node(kind: Kind, links: list[LinkResult]) -> tuple[str, list[Gap]] | Non
 def bad_links(kind: Kind, links: list[LinkResult]) -> list[Gap]:
     """Links bad against the links of the other pairs (both directions of the pair left out:
     a bad path makes both bad)."""
+    pool = Pool([value(kind, li) for li in links])
+    pairs: dict[frozenset[str], list[float]] = defaultdict(list)
+    for li in links:
+        pairs[frozenset(ends(li))].append(value(kind, li))
+    refs = {pair: pool.without(values) for pair, values in pairs.items()}
     gaps = []
     for li in links:
-        pair = set(ends(li))
-        others = [value(kind, o) for o in links if set(ends(o)) != pair]
-        if others and kind.bad(li, value(kind, li), others):
-            gaps.append(Gap(li, value(kind, li), statistics.median(others)))
+        ref = refs[frozenset(ends(li))]
+        if ref is not None and kind.bad(li, value(kind, li), ref):
+            gaps.append(Gap(li, value(kind, li), ref.median))
     return gaps
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import random
 import re
+import statistics
 from typing import Any
 
+import pytest
 from django.utils import translation
 
 from board import link_faults
@@ -147,3 +149,23 @@ def test_a_named_node_explains_the_odd_bad_link_it_is_in() -> None:
     apart = touching("d", "abcd", {"rtt_ms": 5.3}) | both("a", "b", {"retransmits_per_gb": 8e3})
     assert named(cluster("abcd", apart)) == {("latent-node", "node:d", "latent"),
                                              ("lossy-link", "link:a-b", "lossy")}
+
+
+def test_a_parts_reference_is_the_median_and_spread_of_the_other_links() -> None:
+    # The pool takes a part's reference by rank and sums, not by going over every link again:
+    # it must read what statistics reads over the links left, duplicates and ties included.
+    rng = random.Random(7)
+    for _ in range(300):
+        values = [rng.choice([0.48, 0.5, 0.14, 9000.0, rng.uniform(0, 1)])
+                  for _ in range(rng.randint(1, 14))]
+        removed = rng.sample(values, rng.randint(0, len(values)))
+        left = list(values)
+        for v in removed:
+            left.remove(v)
+        ref = link_faults.Pool(values).without(removed)
+        if not left:
+            assert ref is None
+            continue
+        assert ref is not None and ref.median == statistics.median(left)
+        assert ref.spread == pytest.approx(statistics.stdev(left) if len(left) >= 2 else 0.0,
+                                           rel=1e-12, abs=1e-12)
