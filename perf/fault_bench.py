@@ -114,14 +114,13 @@ class Score:
     cases: int
     right: int  # faulty cases whose part was named
     kind_right: int
-    named: int  # parts named in faulty cases
-    named_right: int
+    named: int  # parts named in faulty cases (the right one is `right`'s)
     false_alarms: int  # healthy cases where a part was named
     seconds: list[float]
 
     @property
     def precision(self) -> float | None:
-        return self.named_right / self.named if self.named else None
+        return self.right / self.named if self.named else None
 
     @property
     def recall(self) -> float | None:
@@ -131,7 +130,7 @@ class Score:
 def score(outcomes: list[Outcome]) -> Score:
     faulty = [o for o in outcomes if o.fault.hosts]
     return Score(len(faulty), sum(o.right for o in faulty), sum(o.kind_right for o in faulty),
-                 sum(len(o.named) for o in faulty), sum(o.right for o in faulty),
+                 sum(len(o.named) for o in faulty),
                  sum(bool(o.named) for o in outcomes if not o.fault.hosts),
                  [o.seconds for o in outcomes])
 
