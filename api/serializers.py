@@ -344,10 +344,26 @@ def evidence_label(row: Any) -> str:
     return str(row.grade) if row.grade in Sample.LADDER else Sample.HOST_REPORTED
 
 
+# One field, for every time a board row shows: the representation NodeSerializer gives.
+WHEN = serializers.DateTimeField()
+
+
+def node_brief(node: Node) -> dict[str, Any]:
+    """What NodeSerializer says of a node, as a plain dict: a board page shows 100 of them,
+    and the serializer's fields took a sixth of its time (#35; tests hold the two equal)."""
+    return {"id": node.pk, "name": node.name, "provider": node.provider.name,
+            "provider_kind": node.provider.kind, "region": node.region.code,
+            "province": node.region.province, "city": node.region.city, "status": node.status,
+            "online": node.online, "enrolled_at": WHEN.to_representation(node.enrolled_at),
+            "last_seen_at": WHEN.to_representation(node.last_seen_at) if node.last_seen_at else None,
+            "revoked_reason": node.revoked_reason, "predecessor": node.predecessor_id,
+            "trial_of": node.trial_of_id,
+            "trial_ends_at": WHEN.to_representation(node.trial_ends_at) if node.trial_ends_at
+            else None}
+
+
 def entries_data(entries: list[Any]) -> list[dict[str, Any]]:
-    # One list serializer for every node: a serializer per row cost most of the response time.
-    nodes = NodeSerializer([e.row.node for e in entries], many=True).data
-    return [entry_data(e, node) for e, node in zip(entries, nodes, strict=True)]
+    return [entry_data(e, node_brief(e.row.node)) for e in entries]
 
 
 def entry_data(entry: Any, node: Any) -> dict[str, Any]:

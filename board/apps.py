@@ -9,10 +9,12 @@ class BoardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from board import page_cache
         from jobs.signals import job_finished, run_stored
 
         run_stored.connect(_project)
         job_finished.connect(_record_multi_node)
+        page_cache.connect()
 
 
 def _project(run: object, samples: object, succeeded: bool, **_: object) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from board import rules
@@ -121,8 +123,34 @@ UNAVAILABLE = "unavailable"
 def diagnose(values: Values) -> list[Finding]:
     """Every rule's finding. A rule that cannot judge these values (a bug, or figures no
     rule foresaw) says so as its own finding: one node's odd figures never take a page down."""
+    # Remembered: the same figures get the same findings by the same rules in the same
+    # language, and a board page words 100 nodes' findings on every request (#35). The
+    # rules are in the key: the rule set as loaded (its file read again is another) and the
+    # judges.
+    return list(_diagnosed(Loaded(rules.diagnosis()), tuple(RULES), get_language() or "",
+                           tuple(sorted(values.items()))))
+
+
+class Loaded:
+    """A loaded rule set in a memo's key: the same only when it is the very same set (it
+    holds it, so no other set can take its id while the key lives)."""
+
+    def __init__(self, rule_set: object) -> None:
+        self.rule_set = rule_set
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Loaded) and other.rule_set is self.rule_set
+
+    def __hash__(self) -> int:
+        return id(self.rule_set)
+
+
+@lru_cache(maxsize=20_000)
+def _diagnosed(_rule_set: Loaded, judges: tuple[Callable[[Values], Finding | None], ...],
+               language: str, items: tuple[tuple[str, float], ...]) -> tuple[Finding, ...]:
+    values = dict(items)
     findings = []
-    for rule in RULES:
+    for rule in judges:
         try:
             found = rule(values)
         except (ArithmeticError, ValueError, TypeError) as exc:
@@ -131,4 +159,4 @@ def diagnose(values: Values) -> list[Finding]:
                                                              "error": exc.__class__.__name__}, "")
         if found is not None:
             findings.append(found)
-    return findings
+    return tuple(findings)

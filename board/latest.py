@@ -34,6 +34,7 @@ from board import beside
 from board.models import LatestResult
 from contract import metrics
 from contract.sample import percentile
+from fleet.services import generation
 from jobs.models import Run, Sample
 
 if TYPE_CHECKING:
@@ -179,6 +180,7 @@ def refresh(node_id: int, profile: str, metric_names: set[str]) -> None:
         update_fields=["value", "unit", "n", "p5", "p95", "within_p5", "within_p95", "cv", "run",
                        "measured_at", "runs", "run_min", "run_max", "verified", "grade",
                        "evidence_source", "requested_by", "stand_in", "shared", "runs_apart"])
+    generation.changed()  # a bulk write sends no post_save
 
 
 def record_latest(run: Run, samples: Iterable[SampleRow]) -> None:

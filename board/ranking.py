@@ -130,7 +130,10 @@ def filtered(filters: Filters, profile: str, evidence: str | None = None,
     rows = (LatestResult.objects.filter(metric=filters.metric, profile=profile,
                                         evidence=evidence or filters.evidence_class(),
                                         node__status=Node.Status.ACTIVE)
-            .select_related("node__provider", "node__region"))
+            .select_related("node__provider", "node__region")
+            # A host's inventory is its page's, never a board row's: three JSON documents a
+            # row decoded for nothing (#35).
+            .defer("node__inventory", "node__enrolled_nic_mbps", "node__enrolled_disks"))
     if not stand_ins:
         rows = rows.filter(stand_in=False)
     if filters.region:
@@ -227,7 +230,8 @@ def entries(rows: list[LatestResult], profile: str, first_rank: int = 1,
     shown = measured if evidence_class(evidence) == LatestResult.MEASURED else node_values(
         ids, profile, evidence)
     watched = {*stability_board.WATCHED, *(r.metric for r in rows[:1])}
-    hosts = identity.lineage(ids) if rows else {}  # read once for both
+    # Read once for both, from the rows' nodes' own predecessors first.
+    hosts = identity.lineage(ids, {r.node_id: r.node.predecessor_id for r in rows}) if rows else {}
     stable = stability_board.figures(ids, watched, hosts=hosts) if rows else {}
     fresh = stability_board.new_nodes(ids, hosts=hosts) if rows else set()
     out = []

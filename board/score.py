@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 from django.conf import settings
 from django.utils.translation import gettext_noop
@@ -90,8 +91,10 @@ def weight_rules() -> dict[str, bounds.Bound]:
     return loaded
 
 
-def default_weights() -> dict[str, float]:
-    return {name: b.value for name, b in weight_rules().items()}
+@cache
+def default_weights() -> Mapping[str, float]:
+    # Read-only: weights() hands this very mapping to every row of the board.
+    return MappingProxyType({name: b.value for name, b in weight_rules().items()})
 
 
 def weight_why(name: str) -> str:
@@ -100,19 +103,22 @@ def weight_why(name: str) -> str:
     return rules.why(found) if found is not None else ""
 
 
-def weights() -> dict[str, float]:
-    return {**default_weights(), **getattr(settings, "SCORE_WEIGHTS", {})}
+def weights() -> Mapping[str, float]:
+    overrides = getattr(settings, "SCORE_WEIGHTS", {})
+    return {**default_weights(), **overrides} if overrides else default_weights()
 
 
 @dataclass(frozen=True)
 class Score:
     value: float | None  # None: nothing measured, or a core part missing
-    parts: dict[str, float | None]  # part -> 0..1, None when not measured
+    # part -> 0..1, None when not measured; read-only: one Score serves every node with
+    # the same figures (score() remembers it)
+    parts: Mapping[str, float | None]
     missing: tuple[str, ...] = ()  # the counted parts with no measured figure
     counted: tuple[str, ...] = ()  # the parts the value is made of: the same for every node
 
     def as_dict(self) -> dict[str, object]:
-        return {"value": self.value, "parts": self.parts, "missing": list(self.missing),
+        return {"value": self.value, "parts": dict(self.parts), "missing": list(self.missing),
                 "counted": list(self.counted)}
 
 
@@ -122,10 +128,10 @@ def part_score(part: Part, value: float) -> float:
     return 1.0 if value <= 0 else min(1.0, part.target / value)
 
 
-def counted() -> tuple[str, ...]:
+def counted(w: Mapping[str, float] | None = None) -> tuple[str, ...]:
     """The parts a score is made of, for every node alike: the core parts that are weighted,
     and stability when an operator weights it (then every node needs its verdict)."""
-    w = weights()
+    w = weights() if w is None else w
     return tuple(p.name for p in PARTS
                  if w.get(p.name, 0) > 0 and (p.core or p.name == STABILITY_PART))
 
@@ -134,14 +140,23 @@ def score(values: Mapping[str, float]) -> Score:
     """The score of one node from its latest measured value per metric: the weighted mean
     of the counted parts, only when the node has every one of them; the other parts are
     shown against their targets and counted in none."""
-    w = weights()
+    # Remembered by figures and weights: a board page scores 100 nodes on every request.
+    overrides = getattr(settings, "SCORE_WEIGHTS", {})
+    return _scored(tuple(sorted(overrides.items())), tuple(sorted(values.items())))
+
+
+@lru_cache(maxsize=20_000)
+def _scored(overrides: tuple[tuple[str, float], ...],
+            items: tuple[tuple[str, float], ...]) -> Score:
+    w = {**default_weights(), **dict(overrides)}
+    values = dict(items)
     parts: dict[str, float | None] = {}
     for part in PARTS:
         metric = next((m for m in part.metrics if m in values), None)
         parts[part.name] = None if metric is None else round(part_score(part, values[metric]), 4)
-    made_of = counted()
+    made_of = counted(w)
     missing = tuple(name for name in made_of if parts[name] is None)
     weight = sum(w[name] for name in made_of)
     total = sum(w[name] * (parts[name] or 0.0) for name in made_of)
     value = round(100 * total / weight, 1) if weight and not missing else None
-    return Score(value, parts, missing, made_of)
+    return Score(value, MappingProxyType(parts), missing, made_of)

@@ -62,6 +62,10 @@ class Stability:
 
 def judge(observations: Sequence[Observation], higher_is_better: bool,
           pauses: Sequence[Pause] = (), window: tuple[datetime, datetime] | None = None) -> Stability:
+    if not observations and not pauses:
+        # Nothing to judge (most nodes of a board page, 300 times a page: #35): not enough,
+        # whatever the rules ask for.
+        return Stability(NOT_ENOUGH, 0, 0, 0)
     r = rules()
     present = [o for o in observations if o.value is not None]
     missed = len(observations) - len(present)
@@ -96,6 +100,8 @@ def judge(observations: Sequence[Observation], higher_is_better: bool,
 
 
 def paused_share(pauses: Sequence[Pause], window: tuple[datetime, datetime]) -> float:
+    if not pauses:  # most nodes: no arithmetic on aware datetimes, 300 times a board page (#35)
+        return 0.0
     start, end = window
     total = (end - start).total_seconds()
     if total <= 0:
@@ -107,6 +113,8 @@ def paused_share(pauses: Sequence[Pause], window: tuple[datetime, datetime]) -> 
 
 def recurring_pause_hour(pauses: Sequence[Pause]) -> int | None:
     """An hour of the day that pauses covered on ``recurring_pause_days`` different days."""
+    if not pauses:
+        return None
     days: dict[int, set[object]] = defaultdict(set)
     for p in pauses:
         t = p.start.replace(minute=0, second=0, microsecond=0)

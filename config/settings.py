@@ -328,6 +328,11 @@ LEADERBOARD_STALE_DAYS = envint("LEADERBOARD_STALE_DAYS", 30)
 # A board value is the median of a node's last LEADERBOARD_RUNS ranked runs within the window.
 LEADERBOARD_RUNS = envint("LEADERBOARD_RUNS", 5)
 LEADERBOARD_WINDOW_DAYS = envint("LEADERBOARD_WINDOW_DAYS", 30)
+# A board page (the API's JSON) is served from memory until the board changes (a result,
+# a node, a re-test, a pause, a certificate: board/page_cache.py), or for at most this many
+# seconds: what time alone changes (a node going offline, a figure going stale) shows within
+# it. 0: every request computes its page.
+BOARD_PAGE_SECONDS = envint("BOARD_PAGE_SECONDS", 15)
 # Weights of the training readiness score's parts (board/score.py), e.g.
 # SCORE_WEIGHTS="bandwidth=3,latency=2,gpu_utilisation=0".
 SCORE_WEIGHTS = {

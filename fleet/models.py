@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Upper
 from django.utils import timezone
 
 from contract.run_spec import PeerSpec
@@ -163,6 +164,11 @@ class Node(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["provider", "name"], name="unique_node_name_per_provider")
         ]
+        # The board filters on gpu_model case-blind (UPPER(gpu_model) = UPPER(%s)). Without
+        # statistics on that expression the planner guessed 5 of 1,000 nodes would match,
+        # joined every node to its row and sorted them: 9 ms of a board request where
+        # walking the value index and stopping at the page's end takes 1.5 ms (#35).
+        indexes = [models.Index(Upper("gpu_model"), name="node_gpu_model_upper")]
 
     def __str__(self) -> str:
         return f"{self.provider.name}/{self.name}"

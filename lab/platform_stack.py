@@ -118,8 +118,11 @@ class PlatformStack:
             procs.wait_worker_ready(worker, timeout=120)
         return int(json.loads(config.read_text())["node_id"]), config, worker
 
-    def start(self, extra_env: dict[str, str] | None = None, brokers: int = 1) -> None:
-        """The platform; ``brokers`` > 1 adds Redis servers for the nodes (NODE_BROKERS)."""
+    def start(self, extra_env: dict[str, str] | None = None, brokers: int = 1,
+              shared_cache: bool = False) -> None:
+        """The platform; ``brokers`` > 1 adds Redis servers for the nodes (NODE_BROKERS);
+        ``shared_cache``: the web workers' cache in its Redis (CACHE_URL, database 1), as a
+        deployment with several web workers has it, not one per process."""
         database_url, self.postgres = fresh_database(self.database)
         self.env = {**os.environ, "DATABASE_URL": database_url,
                     "PYTHONUNBUFFERED": "1", "SWEEP_INTERVAL_SECONDS": "5",
@@ -139,6 +142,8 @@ class PlatformStack:
         self.keep(redis.proc)
         self.redis_port = redis.port
         self.env |= {"REDIS_URL": redis.admin_url, "NODE_BROKER_ACL": "true"}
+        if shared_cache:
+            self.env["CACHE_URL"] = redis.admin_url.rsplit("/", 1)[0] + "/1"
         say(f"private Redis on port {redis.port}: password-protected, one ACL user per node")
         self.brokers = [redis]
         for i in range(1, brokers):

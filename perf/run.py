@@ -5,7 +5,8 @@ beside its target); nothing here is a pass/fail test. Results: perf/results/benc
     dispatch latency      POST -> the node worker starts the probe, vs bare apply_async -> task start
     submission throughput jobs accepted per second under 8 connections (wrk), vs a minimal app
     end-to-end throughput no-op runs completed per second over N node workers, vs bare Celery
-    leaderboard latency   p50/p95 with 1,000 nodes and 1,000,000 samples, target p95 < 20 ms
+    leaderboard latency   p50/p95 with 1,000 nodes and 1,000,000 samples, target p95 < 20 ms:
+                          a kept page, and one computed after the record changed
     resource use          RSS of an idle node worker and a web worker
     probe suite time      the quick full suite on one node, target < 3 minutes
     fleet                 N = 1,000 / 5,000 / 10,000 simulated hosts (perf/fleet.py): web CPU
@@ -226,21 +227,31 @@ class Bench:
         seed_scale(self.platform.env["DATABASE_URL"], nodes, samples)
         cases = {"no filter": "", "one filter": "&region=zhejiang",
                  "three filters": "&region=zhejiang&provider_kind=local_dc&gpu_model=none"}
-        for name, query in cases.items():
-            times = []
-            for i in range(60):
-                start = time.perf_counter()
-                r = self.session.get(f"{self.api}/api/v1/leaderboard?metric=network.tcp_throughput"
-                                     f"&profile=default{query}", timeout=30)
-                if i >= 5:  # the first requests warm caches and connections
-                    times.append((time.perf_counter() - start) * 1000)
-                r.raise_for_status()
-            self.report.target(f"leaderboard {name} p95", pct(times, 95), "< 20 ms", "ms",
-                               p50=f"{pct(times, 50):.1f} ms", nodes=nodes, samples=samples)
-        # Profiled apart, untimed: where a board request's time goes (#35).
+        # Kept: the page as most readers get it, unchanged since the last reader's. Computed:
+        # the record's generation moved before each request (as a new result moves it), so
+        # the page is computed from the database: what the first reader after a change waits.
+        for kept in (True, False):
+            for name, query in cases.items():
+                times = []
+                for i in range(60):
+                    if not kept:
+                        self.db.execute("SELECT nextval('record_generation')")
+                    start = time.perf_counter()
+                    r = self.session.get(f"{self.api}/api/v1/leaderboard?metric="
+                                         f"network.tcp_throughput&profile=default{query}",
+                                         timeout=30)
+                    if i >= 5:  # the first requests warm caches and connections
+                        times.append((time.perf_counter() - start) * 1000)
+                    r.raise_for_status()
+                how = "kept" if kept else "computed"
+                self.report.target(f"leaderboard {name} p95 ({how})", pct(times, 95), "< 20 ms",
+                                   "ms", p50=f"{pct(times, 50):.1f} ms", nodes=nodes,
+                                   samples=samples)
+        # Profiled apart, untimed: where a computed board page's time goes (#35).
         spy = Profile(web_master(self.platform), "leaderboard", 8)
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:
+            self.db.execute("SELECT nextval('record_generation')")
             self.session.get(f"{self.api}/api/v1/leaderboard?metric=network.tcp_throughput"
                              f"&profile=default{cases['three filters']}", timeout=30)
         spy.done(top=14)
@@ -417,7 +428,7 @@ def main() -> int:
     try:
         # DEBUG off, as deployed (and as the baseline app runs): DEBUG keeps every query.
         platform.start({"NODE_MAX_QUEUED_RUNS": "1000000", "RUN_LEASE_SECONDS": "120",
-                        "DEBUG": "false"}, brokers=args.brokers)
+                        "DEBUG": "false"}, brokers=args.brokers, shared_cache=True)
         seed = json.loads(platform.manage("seed_demo", f"--provider={PROVIDER}=local_dc"))
         bench = Bench(platform, seed, report)
         say(f"enrolling {args.workers} node workers and a node without one")

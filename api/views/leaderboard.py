@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.http import HttpResponse, HttpResponseBase, QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.renderers import JSONRenderer
@@ -27,7 +28,7 @@ from api.serializers import (
     entries_data,
     evidence_label,
 )
-from board import diagnosis, score, site_figures, stability_board
+from board import diagnosis, page_cache, score, site_figures, stability_board
 from board.models import LatestResult
 from board.ranking import (
     DEFAULT_METRIC,
@@ -71,6 +72,10 @@ SITE_PARAMS = [
                                  "board's"),
 ]
 PAGE_SIZE = 100
+# What a board page depends on, of its query (the filters and the cursor; ?format picks the
+# renderer): the key of a kept page, and what its `next` link carries.
+PAGE_PARAMS = ("metric", "region", "provider", "provider_kind", "gpu_model", "profile",
+               "certified", "evidence", "max_price", "cursor", "format")
 
 
 class LeaderboardBase(APIView):
@@ -103,8 +108,20 @@ def after(rows: QuerySet[LatestResult], higher_is_better: bool, value: float,
 class LeaderboardView(LeaderboardBase):
     @extend_schema(parameters=[*FILTER_PARAMS, OpenApiParameter("cursor", str), *SITE_PARAMS],
                    responses={200: LeaderboardPageSerializer})
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
         filters = self.filters()
+        own = [(k, str(v)) for k, v in request.query_params.items() if k in PAGE_PARAMS]
+        if (request.query_params.get("site") or request.query_params.get("sort")
+                or request.accepted_renderer.format != "json"):
+            return Response(self.page(filters))
+        # The same for every reader until the record changes: kept (board/page_cache.py).
+        body = page_cache.remembered(request.build_absolute_uri(request.path), own, lambda: (
+            request.accepted_renderer.render(self.page(filters), request.accepted_media_type,
+                                             self.get_renderer_context())))
+        return HttpResponse(body, content_type=request.accepted_media_type)
+
+    def page(self, filters: Filters) -> dict[str, Any]:
+        request = self.request
         rows, profile = ranked(filters)  # ranked for everyone; a site's figures only beside
         first_rank = 1
         if request.query_params.get("cursor"):
@@ -117,7 +134,11 @@ class LeaderboardView(LeaderboardBase):
         next_url = None
         if more:
             last = page[-1]
-            query = request.query_params.copy()
+            # The page's own parameters only: a kept page's link is every reader's.
+            query = QueryDict(mutable=True)
+            for k, v in request.query_params.items():
+                if k in (*PAGE_PARAMS, "site", "sort"):
+                    query[k] = str(v)
             query["cursor"] = encode_cursor(first_rank + len(page), last.value, last.node_id)
             next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
         results = entries_data(entries(page, profile, first_rank, filters.evidence))
@@ -128,8 +149,8 @@ class LeaderboardView(LeaderboardBase):
             row["rank"] = None
         if request.query_params.get("site") or request.query_params.get("sort"):
             results = from_site(request, results)
-        return Response({"metric": filters.metric, "profile": profile, "evidence": evidence,
-                         "next": next_url, "results": results, "host_reported": apart})
+        return {"metric": filters.metric, "profile": profile, "evidence": evidence,
+                "next": next_url, "results": results, "host_reported": apart}
 
 
 def from_site(request: Request, results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ from certification.services.profiles import latest_profile
 from config.errors import Conflict, DomainError, Forbidden, Invalid, TooMany
 from contract import metrics
 from fleet.models import Node
+from fleet.services import generation
 from jobs.models import Run, Sample
 from jobs.services import submission
 
@@ -240,6 +241,8 @@ def _revoke(certs: QuerySet[Certificate], reason: str) -> int:
             revoked_at=now, revoked_reason=reason)
         for cert in revoked:
             cert.revoked_at, cert.revoked_reason = now, reason
+        if revoked:
+            generation.changed()  # the certified board drops the node at once
         webhook_events.revoked(revoked)
     return len(revoked)
 

@@ -10,6 +10,7 @@ share one machine's. The machine-id is kept in the inventory beside them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fleet.models import Node
@@ -52,14 +53,20 @@ def burned_in(mac: str) -> bool:
 MAX_LINEAGE = 16  # re-enrolments followed back: a chain is one host's, not a fleet's
 
 
-def lineage(node_ids: list[int]) -> dict[int, list[int]]:
+def lineage(node_ids: list[int],
+            predecessors: Mapping[int, int | None] | None = None) -> dict[int, list[int]]:
     """Each node with the nodes its host was enrolled as before (itself first): what a
-    record of the host (its stability over the day) reads, whatever its current name."""
+    record of the host (its stability over the day) reads, whatever its current name.
+    ``predecessors``: the nodes' own predecessor ids where the caller holds the nodes
+    already (a board page): the first step without a query."""
     out = {n: [n] for n in node_ids}
     frontier = {n: n for n in node_ids}  # the oldest id reached -> the node asked for
-    for _ in range(MAX_LINEAGE):
-        parents = dict(Node.objects.filter(pk__in=list(frontier), predecessor__isnull=False)
-                       .values_list("pk", "predecessor_id"))
+    for step in range(MAX_LINEAGE):
+        if step == 0 and predecessors is not None:
+            parents = {n: p for n in frontier if (p := predecessors.get(n)) is not None}
+        else:
+            parents = dict(Node.objects.filter(pk__in=list(frontier), predecessor__isnull=False)
+                           .values_list("pk", "predecessor_id"))
         if not parents:
             break
         frontier = {parent: frontier[child] for child, parent in parents.items()

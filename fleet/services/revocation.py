@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from fleet.models import Node
-from fleet.services import broker
+from fleet.services import broker, generation
 from fleet.signals import node_revoked, node_revoking
 
 
@@ -16,6 +16,7 @@ def revoke(node: Node, reason: str) -> None:
         Node.objects.filter(pk=node.pk).update(status=Node.Status.REVOKED,
                                                 revoked_at=timezone.now(),
                                                 revoked_reason=reason[:255])
+        generation.changed()  # off the board at once, not when a kept page expires
         # Jobs fails the node's open runs (it connects in its ready(): jobs depends on
         # fleet, not back).
         node_revoking.send(Node, node=node, reason=reason)

@@ -19,7 +19,7 @@ from config.errors import Invalid
 from contract import metrics
 from contract.suites import SUITES, resolve_params
 from fleet.models import HostKey, Node, ReferenceEndpoint
-from fleet.services import identity
+from fleet.services import generation, identity
 from jobs.models import ReferenceRecordUse, ReferenceTurn, Run, Sample
 from jobs.services import consistency, coordination, evidence, reference_records
 from jobs.signals import hardware_changed
@@ -252,3 +252,4 @@ def record_inventory(node: Node, inventory: dict[str, Any]) -> None:
         # The GPU model stays the enrolled one (review refuses another).
         Node.objects.filter(pk=node.pk).update(inventory=inventory,
                                                 gpu_model=gpu_model(node, inventory))
+        generation.changed()  # the board shows and filters on the GPU model

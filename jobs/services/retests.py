@@ -37,6 +37,7 @@ from django.utils import timezone
 from config import isolated
 from config.errors import DomainError
 from fleet.models import Node, RetestPause
+from fleet.services import generation
 from jobs.models import Retest, Run
 from jobs.services import submission
 
@@ -184,6 +185,7 @@ def settle(out: Tick | None = None) -> Tick:
             status=Retest.Status.DONE if ok else Retest.Status.MISSED, reason=error[:255],
             settled_at=timezone.now())
         if updated:
+            generation.changed()  # the node's stability on the board counts it
             if ok:
                 out.done += 1
             else:

@@ -172,3 +172,25 @@ def test_a_budget_keeps_only_nodes_priced_within_it(nodes: Any, buyer: Any) -> N
     Node.objects.filter(name="hz-2").update(monthly_price_cny=12_000)
     body = buyer.client().get("/api/v1/leaderboard?evidence=any&max_price=20000").json()
     assert [r["node"]["name"] for r in body["results"]] == ["hz-2"]  # sz-1 has no price: out
+
+
+def test_a_board_row_shows_its_node_as_the_node_serializer_does(nodes: Any, buyer: Any,
+                                                                enrol_node: Any) -> None:
+    """The board writes its rows' nodes as plain dicts (#35): the same fields and values as
+    NodeSerializer, times in the same form, a predecessor and a trial included."""
+    from api.serializers import NodeSerializer, node_brief
+
+    node = Node.objects.get(pk=nodes["hz-1"].node.pk)
+    node.predecessor = nodes["sz-1"].node
+    node.last_seen_at = timezone.now() - timedelta(seconds=5)
+    node.revoked_reason = "moved racks"
+    node.save()
+    agent = trial_agent(buyer, nodes["hz-2"]).node
+    agent.trial_ends_at = timezone.now() + timedelta(days=2)
+    agent.save()
+    for shown in (node, agent, Node.objects.get(pk=nodes["sz-1"].node.pk)):
+        assert node_brief(shown) == dict(NodeSerializer(shown).data)
+    page = buyer.client().get("/api/v1/leaderboard?evidence=any").json()
+    row = next(r for r in page["results"] if r["node"]["name"] == "hz-1")
+    assert row["node"] == dict(NodeSerializer(node).data) and row["node"]["predecessor"] == (
+        nodes["sz-1"].node.pk)
