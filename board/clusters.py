@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
-from board import link_faults, multi_node
+from board import disk_faults, link_faults, multi_node
 from board.diagnosis import Finding
 from board.models import ClusterResult, LinkResult
 from board.ranking import EVIDENCE_CHOICES
@@ -214,6 +214,13 @@ def link_findings(links: list[LinkResult]) -> list[Finding]:
     return link_faults.findings(links)
 
 
+def part_findings(links: list[LinkResult], job_id: int | None) -> list[Finding]:
+    """The bad parts: from the links, the bad node or link; from one job, also the slow
+    disk among its nodes' storage figures (board/disk_faults.py), which are only ever
+    compared within that job."""
+    return link_findings(links) + (disk_faults.job_findings(job_id) if job_id is not None else [])
+
+
 def name(result: ClusterResult) -> str:
     """What a buyer rents: "West Lake DC, Hangzhou, 4 x A100"."""
     where = ", ".join(x for x in (result.provider.name if result.provider else "mixed providers",
@@ -238,4 +245,5 @@ def job_cluster(job: BenchmarkJob) -> dict[str, Any] | None:
                 "its hosts' own figures: listed as the provider's claim, ranked only with "
                 "evidence=any (a buyer's trial agents make it buyer-measured)"),
             "diagnosis": [f.__dict__ for f in diagnose(result, multi_node.links_of(
-                job.pk, list(result.nodes.values_list("pk", flat=True))))]}
+                job.pk, list(result.nodes.values_list("pk", flat=True))))
+                          + disk_faults.job_findings(job.pk)]}

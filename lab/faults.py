@@ -15,10 +15,19 @@ truth a diagnosis is judged against is that part and the kind of finding it shou
 * ``latent-node``: ``amount`` ms added to every TCP round trip to and from the node: its
   connections, and every other host's connections to it, detour through a relay that holds
   them (lab/relay.py ``--detour``, the geography's mechanism); ICMP keeps the raw path.
+* ``slow-disk``: the node's disk capped at ``amount`` of the IOPS fio reaches here: its node
+  worker, and so every probe it starts (fio's jobs included), in a blkio cgroup of its own
+  (``bench-lab-<lab>-<host>``, lab/blkio.py) throttled to that many reads and writes a second
+  on the disk its probes write to, while the other hosts keep the real disk. The part a
+  diagnosis should name is ``disk:<host>`` (board/disk_faults.py), kind slow. It needs
+  cgroup v1's blkio throttling; ``inject`` says what is missing where there is none.
 * ``healthy``: nothing injected: the diagnosis should name no part.
 
-A noisy neighbour and a slow disk are not here yet: every lab host shares the machine's two
-cores and its one disk, so load beside one node is load beside all of them.
+A noisy neighbour is not here yet: every lab host shares the machine's two cores, and a
+load beside one node's probes is a load beside all of them (the scheduler spreads it), so
+what it should cost one node would cost its peers too. It needs each host's CPU of its own
+first (a cpuset per lab host, which the two cores here cannot give three or four hosts),
+and the steal and iowait the probes record as the figures a rule would read.
 """
 
 from __future__ import annotations
@@ -26,21 +35,32 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from lab.netlab import sh
+from benchmarks.probes.storage import data_root
+from lab import blkio
+from lab.netlab import PREFIX, sh
 from lab.relay import BYPASS_MARK
 from lab.stack import LabStack, relay_ready
 
-# (kind, the finding's kind, how much: a share of the rate, a share of packets, or ms)
+# (kind, the finding's kind, how much: a share of the rate, of packets, of IOPS, or ms)
 KINDS: dict[str, tuple[str, float]] = {
     "slow-nic": ("slow", 0.3),
     "slow-link": ("slow", 0.3),
     "lossy-node": ("lossy", 0.01),
     "lossy-link": ("lossy", 0.01),
     "latent-node": ("latent", 5.0),
+    "slow-disk": ("slow", 0.04),
     "healthy": ("", 0.0),
 }
-NODE_KINDS = frozenset({"slow-nic", "lossy-node", "latent-node"})
+NODE_KINDS = frozenset({"slow-nic", "lossy-node", "latent-node", "slow-disk"})
+DISK_KINDS = frozenset({"slow-disk"})  # their part is the node's disk, not the node
+# What fio's 4k random reads reach on this machine's disk with the storage probe's settings
+# (32 jobs, psync, O_DIRECT; 2 s runs of 64 MiB, the fault bench's): 51,000-57,000 IOPS
+# alone; in the lab's storage jobs 11,000-35,000 per host beside two or three others (the
+# two cores bound it). A slow-disk of 0.04 caps the host at 2,000 IOPS (measured through
+# the throttle: 1,955-2,002), under a fifth of the least a healthy lab host read.
+DISK_IOPS = 50_000
 FILTER_TABLE = "bl_fault"
 NAT_TABLE = "bl_fault_latency"
 LATENCY_PORT = 17390  # the latent-node relays' detour port, in each host's namespace
@@ -57,6 +77,8 @@ class Fault:
         """The part a diagnosis should name: node:NAME or link:A-B (ends sorted)."""
         if not self.hosts:
             return ""
+        if self.kind in DISK_KINDS:
+            return f"disk:{self.hosts[0]}"
         return (f"node:{self.hosts[0]}" if len(self.hosts) == 1
                 else f"link:{'-'.join(sorted(self.hosts))}")
 
@@ -67,6 +89,9 @@ class Fault:
     def describe(self) -> str:
         if not self.hosts:
             return "healthy"
+        if self.kind in DISK_KINDS:
+            return (f"{self.kind} {self.part} ({self.amount:.0%} of the disk's IOPS: "
+                    f"{disk_iops(self):,})")
         unit = {"slow": "of the rate", "lossy": "of packets dropped", "latent": "ms added"}
         amount = (f"{self.amount:g}" if self.finding_kind == "latent"
                   else f"{self.amount:.0%}")
@@ -152,10 +177,15 @@ def inject(stack: LabStack, fault: Fault) -> None:
         for here, toward, relay in started:  # each calibrates for a second: waited together
             relay_ready(relay)
             lab.nft(here, latency_ruleset([lab.address(t) for t in toward]))
+    elif fault.kind == "slow-disk":
+        (host,) = fault.hosts
+        blkio.throttle(disk_group(stack, host), worker_pid(stack, host),
+                       blkio.device_of(data_root()[0]), disk_iops(fault))
 
 
 def clear(stack: LabStack, fault: Fault) -> None:
-    """Undo ``inject``: the rates as the spec has them, the fault's nft tables and relays gone."""
+    """Undo ``inject``: the rates as the spec has them, the fault's nft tables, relays and
+    blkio group gone (its processes back in the group they came from)."""
     lab = stack.lab
     for host in lab.spec.hosts:
         for table in (FILTER_TABLE, NAT_TABLE):
@@ -163,6 +193,8 @@ def clear(stack: LabStack, fault: Fault) -> None:
                check=False)
     if fault.kind == "slow-nic":
         lab.shape(fault.hosts[0], rate_of(stack, fault.hosts[0]))
+    if fault.kind == "slow-disk":
+        blkio.release(disk_cgroup(stack, fault.hosts[0]))
     for proc in [p for p in stack.started if p.name.startswith("fault-latency-")]:
         proc.stop()
         stack.started.remove(proc)
@@ -173,3 +205,33 @@ def rate_of(stack: LabStack, host: str) -> float:
     if not rate:
         raise ValueError(f"{host} has no rate in the lab spec: a fault cuts a shaped rate")
     return rate
+
+
+def disk_iops(fault: Fault) -> int:
+    return round(DISK_IOPS * fault.amount)
+
+
+def disk_group(stack: LabStack, host: str) -> str:
+    """The blkio group's name: the host's, qualified by its lab as its namespace is (two
+    labs may both have an f1)."""
+    return f"bench-lab-{stack.lab.ns(host).removeprefix(PREFIX)}"
+
+
+def worker_pid(stack: LabStack, host: str) -> int:
+    node = stack.nodes.get(host)
+    if node is None or not node.worker.alive():
+        raise ValueError(f"{host} has no running node worker: a slow disk slows its probes")
+    return node.worker.popen.pid
+
+
+def disk_cgroup(stack: LabStack, host: str) -> Path:
+    """Where ``inject`` made the host's group: beside the group its worker came from."""
+    name = disk_group(stack, host)
+    node = stack.nodes.get(host)
+    try:
+        here = blkio.group_of(node.worker.popen.pid) if node is not None else None
+    except (OSError, blkio.BlkioError):  # the worker has ended
+        here = None
+    if here is None:
+        return blkio.ROOT / name
+    return here if here.name == name else here / name

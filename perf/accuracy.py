@@ -27,7 +27,7 @@ Targets (issue "The lab"):
 
 * The diagnosis on injected faults (issue #36, perf/fault_bench.py): clusters of 3 and 4
   nodes, each with one fault drawn at random (a slow NIC or link, loss on a node or a link,
-  latency added to a node) or none; precision >= 0.95, recall >= 0.92 and no false alarm on
+  latency added to a node, a slow disk) or none; precision >= 0.95, recall >= 0.92 and no false alarm on
   a healthy cluster.
 
 `python -m perf.accuracy estimate` runs the estimate cases alone; `python -m perf.accuracy
@@ -351,8 +351,9 @@ def estimate_cases(api: Api, nodes: dict[str, int], lab: netlab.NetLab) -> list[
 
 
 def cluster_links(api: Api, nodes: dict[str, int], names: list[str]) -> dict[str, Any]:
-    """A buyer's network job on ``names``: its links, with their diagnosis."""
-    job = api.job([nodes[n] for n in names], "network", fault_bench.NETWORK)
+    """A buyer's network and storage job on ``names``: its links, with the diagnosis of its
+    links and its nodes' disks."""
+    job = api.job([nodes[n] for n in names], fault_bench.SUITE, fault_bench.PARAMS)
     answer: dict[str, Any] = api.get(f"/api/v1/links?job={job['id']}")
     return answer
 

@@ -2,9 +2,10 @@
 
 Each case is a cluster of 3 or 4 lab nodes (perf/accuracy.py's f1..f4, one region, shaped
 alike) with one fault injected (lab/faults.py) or none. The cluster is measured through the
-platform as a buyer measures one: a network job on the nodes, its links' findings read from
-the API (GET /api/v1/links?job=ID, "diagnosis"). A finding names a part (node:X, link:A-B);
-it is right when that part is the one at fault. Printed per fault kind and overall:
+platform as a buyer measures one: a job of the network and storage probes on the nodes (the
+retest suite, short), its findings read from the API (GET /api/v1/links?job=ID,
+"diagnosis": the links' and the nodes' disks'). A finding names a part (node:X, link:A-B,
+disk:X); it is right when that part is the one at fault. Printed per fault kind and overall:
 
 * precision: the named parts that were at fault, over the parts named (both directions of a
   bad link are one part, as are one part's findings of several kinds);
@@ -35,6 +36,11 @@ RATE_MBIT = 500
 # The links of a cluster as a buyer's published network profile measures them, shorter:
 # two repetitions, so each link has a run-to-run spread to judge its gap by.
 NETWORK = {"iperf3_duration": 2, "iperf3_omit": 1, "repetitions": 2, "ping_count": 20}
+# The nodes' disks as the storage probe measures them, shorter (the retest profile's fio,
+# checkpoint and small files): fio's two repetitions give each node's random reads a spread.
+STORAGE = {"fio_runtime": 2, "fio_size_mib": 64, "checkpoint_mib": 16, "smallfile_count": 200}
+SUITE = "retest"  # network and storage (contract/suites.py)
+PARAMS = NETWORK | STORAGE
 TARGETS = {"precision": 0.95, "recall": 0.92, "false_alarms": 0}
 FAULTY = [k for k in faults.KINDS if k != "healthy"]
 SEED = 36

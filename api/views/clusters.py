@@ -97,7 +97,8 @@ class LinkMatrixView(APIView):
         found = links.latest_links(selection)
         grid = links.matrix(found)
         return Response({"nodes": grid["nodes"], "results": grid["links"],
-                         "diagnosis": [f.__dict__ for f in clusters.link_findings(found)]})
+                         "diagnosis": [f.__dict__ for f in clusters.part_findings(
+                             found, selection.job)]})
 
 
 class RegionPathsView(APIView):

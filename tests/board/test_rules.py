@@ -87,7 +87,8 @@ def test_certification_reads_its_thresholds_with_the_same_evaluator() -> None:
 BOUND_FILES = [Path("jobs/data/consistency.yaml"), Path("board/data/stability.yaml"),
                Path("contract/data/gpu_health.yaml"), Path("board/data/verdict.yaml"),
                Path("board/data/score_weights.yaml"), Path("board/data/conditions.yaml"),
-               Path("hooks/data/delivery.yaml"), Path("hooks/data/watch.yaml")]
+               Path("hooks/data/delivery.yaml"), Path("hooks/data/watch.yaml"),
+               Path("board/data/disk_faults.yaml")]
 
 
 @pytest.mark.parametrize("path", BOUND_FILES, ids=lambda p: p.name)
