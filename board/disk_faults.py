@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from django.db.models.functions import Coalesce
@@ -35,14 +34,15 @@ METRIC = "storage.randread_iops"
 RULE = "slow_share"
 
 
-@lru_cache(maxsize=1)
+BOUNDS = bounds.BoundFile(RULES_FILE)
+
+
 def bound_rules() -> dict[str, bounds.Bound]:
-    return bounds.load_bounds(RULES_FILE)
+    return BOUNDS.bounds
 
 
-@lru_cache(maxsize=1)
 def limits() -> dict[str, float]:
-    return {name: b.value for name, b in bound_rules().items()}
+    return BOUNDS.numbers
 
 
 @dataclass(frozen=True)

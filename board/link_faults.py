@@ -23,7 +23,6 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
 
 from django.utils.translation import gettext as _
@@ -36,14 +35,15 @@ from contract import rules as bounds
 RULES_FILE = Path(__file__).resolve().parent / "data" / "link_faults.yaml"
 
 
-@lru_cache(maxsize=1)
+BOUNDS = bounds.BoundFile(RULES_FILE)
+
+
 def bound_rules() -> dict[str, bounds.Bound]:
-    return bounds.load_bounds(RULES_FILE)
+    return BOUNDS.bounds
 
 
-@lru_cache(maxsize=1)
 def limits() -> dict[str, float]:
-    return {name: b.value for name, b in bound_rules().items()}
+    return BOUNDS.numbers
 
 
 @dataclass(frozen=True)

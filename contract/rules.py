@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,19 @@ def load_bounds(path: Path) -> dict[str, Bound]:
             raise RuleError(f"{where}: its value is a number")
         bounds[name] = Bound(name, float(value), *_explained(spec, where))
     return bounds
+
+
+class BoundFile:
+    """A bound file, read and checked once, when first asked: its bounds by name, and their
+    numbers (what a check compares with)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @cached_property
+    def bounds(self) -> dict[str, Bound]:
+        return load_bounds(self.path)
+
+    @cached_property
+    def numbers(self) -> dict[str, float]:
+        return {name: b.value for name, b in self.bounds.items()}

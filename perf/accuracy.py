@@ -112,6 +112,11 @@ class Case:
                 f"{self.unit}, ratio {ratio:.3f} {'ok' if self.ok else 'MISS'}")
 
 
+class RunFailed(SystemExit):
+    """A run of a bench's job did not succeed: the bench stops with its error, unless the
+    caller measures again (the fault bench, once)."""
+
+
 class Api:
     def __init__(self, base: str, token: str) -> None:
         self.base = base
@@ -134,7 +139,7 @@ class Api:
             time.sleep(1)
         for run in job["runs"]:
             if run["status"] != "succeeded":
-                raise SystemExit(f"{suite} run on {run['node']['name']} {run['status']}: {run['error']}")
+                raise RunFailed(f"{suite} run on {run['node']['name']} {run['status']}: {run['error']}")
         answer: dict[str, Any] = job
         return answer
 

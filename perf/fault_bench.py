@@ -106,13 +106,25 @@ def run(stack: LabStack, measure: Callable[[list[str]], dict[str, Any]], seed: i
         faults.inject(stack, fault)
         try:
             start = time.monotonic()
-            answer = measure(list(nodes))
+            answer = measured(measure, list(nodes))
             outcome = Outcome(fault, nodes, parts(answer["diagnosis"]), time.monotonic() - start)
         finally:
             faults.clear(stack, fault)
         print(outcome.line(), flush=True)
         outcomes.append(outcome)
     return outcomes
+
+
+def measured(measure: Callable[[list[str]], dict[str, Any]], nodes: list[str]) -> dict[str, Any]:
+    """The cluster's answer; a job with a failed run is submitted once more, as a buyer would
+    (a host's fio refused by the intake's Little's-law check, 1.32 x its jobs in flight on
+    this machine's cached virtual disk, ended a run of this bench), and the case's time
+    counts both."""
+    try:
+        return measure(nodes)
+    except SystemExit as failed:  # perf.accuracy.RunFailed: the bench's API says SystemExit
+        print(f"measured again: {failed}", flush=True)
+        return measure(nodes)
 
 
 @dataclass
