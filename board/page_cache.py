@@ -43,11 +43,11 @@ def remembered(path: str, params: Iterable[tuple[str, str]], compute: Callable[[
     if seconds <= 0:
         return compute()
     name = key(path, params)
-    found = cache.get(name)
+    found: bytes | None = cache.get(name)
     if found is None:
         found = compute()
         cache.set(name, found, seconds)
-    return bytes(found)
+    return found
 
 
 # Settings change in a running process only where a test overrides them (a week's window,

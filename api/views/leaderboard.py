@@ -110,11 +110,10 @@ class LeaderboardView(LeaderboardBase):
                    responses={200: LeaderboardPageSerializer})
     def get(self, request: Request) -> HttpResponseBase:
         filters = self.filters()
-        own = [(k, str(v)) for k, v in request.query_params.items() if k in PAGE_PARAMS]
-        if (request.query_params.get("site") or request.query_params.get("sort")
-                or request.accepted_renderer.format != "json"):
+        if from_a_site(request) or request.accepted_renderer.format != "json":
             return Response(self.page(filters))
         # The same for every reader until the record changes: kept (board/page_cache.py).
+        own = own_params(request).items()
         body = page_cache.remembered(request.build_absolute_uri(request.path), own, lambda: (
             request.accepted_renderer.render(self.page(filters), request.accepted_media_type,
                                              self.get_renderer_context())))
@@ -136,9 +135,7 @@ class LeaderboardView(LeaderboardBase):
             last = page[-1]
             # The page's own parameters only: a kept page's link is every reader's.
             query = QueryDict(mutable=True)
-            for k, v in request.query_params.items():
-                if k in (*PAGE_PARAMS, "site", "sort"):
-                    query[k] = str(v)
+            query.update(own_params(request, SITE_KEYS))
             query["cursor"] = encode_cursor(first_rank + len(page), last.value, last.node_id)
             next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
         results = entries_data(entries(page, profile, first_rank, filters.evidence))
@@ -147,10 +144,23 @@ class LeaderboardView(LeaderboardBase):
             entries(host_reported(filters, profile), profile, 0, filters.evidence))
         for row in apart:
             row["rank"] = None
-        if request.query_params.get("site") or request.query_params.get("sort"):
+        if from_a_site(request):
             results = from_site(request, results)
         return {"metric": filters.metric, "profile": profile, "evidence": evidence,
                 "next": next_url, "results": results, "host_reported": apart}
+
+
+SITE_KEYS = ("site", "sort")
+
+
+def from_a_site(request: Request) -> bool:
+    """Asked with one of the caller's sites: figures of that buyer's own, never kept."""
+    return any(request.query_params.get(k) for k in SITE_KEYS)
+
+
+def own_params(request: Request, also: tuple[str, ...] = ()) -> dict[str, str]:
+    """The page's own parameters of the query (and ``also``): junk ones left out."""
+    return {k: str(v) for k, v in request.query_params.items() if k in (*PAGE_PARAMS, *also)}
 
 
 def from_site(request: Request, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
