@@ -149,10 +149,10 @@ class LabStack:
             procs.wait_for(partial(_authenticating, agent), 60, f"the agent of {ref.name}")
             if not agent.alive():
                 raise RuntimeError(f"the agent of {ref.name} stopped:\n{agent.log()[-2000:]}")
-            for i, node in enumerate(self.lab.spec.nodes()):
+            for node in self.lab.spec.nodes():
                 if node.region != ref.region or not node.delay_ms or node.name not in self.nodes:
                     continue
-                port = RELAY_PORT_BASE + i
+                port = self.relay_port(node.name)
                 self.relay(f"delay-{node.name}", [f"{addr}:{port}={addr}:{ECHO_PORT}"],
                            host=ref.name, delay_ms=node.delay_ms)
                 register(ref.region, f"{ref.name}-{node.name}", addr, IPERF3_PORT, port,
@@ -193,15 +193,22 @@ class LabStack:
             node_id = int(json.loads(config.read_text())["node_id"])
             self.nodes[host.name] = LabNode(host.name, node_id, config, worker)
 
-    def base_rtt(self, node: str, reference: str, count: int = 20) -> float:
+    def relay_port(self, node: str) -> int:
+        """The reference's port of a node's delay relay (register_references)."""
+        names = [n.name for n in self.lab.spec.nodes()]
+        return RELAY_PORT_BASE + names.index(node)
+
+    def base_rtt(self, node: str, reference: str, count: int = 20, relayed: bool = False) -> float:
         """The TCP RTT (ms, median) from a node's namespace to its reference's echo server
         without the delay relay, timed by the reference as a run's is: the path's own round
         trip (the veth hops and both ends' processing) that a relay's delay adds to.
+        ``relayed``: through the node's delay relay, the path a run's figure is taken on.
 
         A shaped path's figure is this plus the added delay; comparing it with the delay
         alone counted the ends' processing (0.2-0.8 ms on two busy cores) as an error."""
+        port = self.relay_port(node) if relayed else ECHO_PORT
         done = runner.run(self.lab.exec_argv(node, procs.answer_echo_argv(
-            self.lab.address(reference), ECHO_PORT, count, "lab-base-rtt", raised=False)),
+            self.lab.address(reference), port, count, "lab-base-rtt", raised=False)),
             timeout=60)
         if done.returncode != 0:
             raise RuntimeError(f"the base RTT from {node} to {reference}: {done.stderr.strip()}")

@@ -59,13 +59,22 @@ def test_the_stored_throughput_and_tcp_rtt_match_the_shaped_link(lab: LabStack, 
     assert run.status == "succeeded", run.error
     gbps = run.samples.get(metric="network.tcp_throughput").value
     rtt = run.samples.get(metric="network.tcp_rtt").value
-    # The path's own round trip, as the reference times it, without the relay's delay.
+    # The path's own round trip, as the reference times it, without the relay's delay; and
+    # the relayed path the run was timed on, timed the same way just after. The relay's own
+    # wake-ups are part of that path: 0.1 ms on a quiet machine, 0.61 ms once in CI's serial
+    # part, so the stored figure is held to the relayed path, and the relayed path to the
+    # delay it was asked to add.
     base = lab.base_rtt("n1", "ref")
+    relayed = lab.base_rtt("n1", "ref", relayed=True)
     rate = RATE_MBIT / 1000
     print(f"\nshaped {rate} Gbit/s: stored {gbps:.4f} Gbit/s (ratio {gbps / rate:.3f}); "
-          f"added {DELAY_MS} ms to a {base:.3f} ms path: TCP RTT {rtt:.3f} ms")
+          f"added {DELAY_MS} ms to a {base:.3f} ms path (relayed {relayed:.3f} ms): "
+          f"TCP RTT {rtt:.3f} ms")
     assert 0.95 * rate <= gbps <= 1.02 * rate
-    assert abs(rtt - (base + DELAY_MS)) <= max(0.5, 0.05 * DELAY_MS)
+    assert relayed >= base + DELAY_MS - 0.05
+    assert abs(rtt - relayed) <= max(0.5, 0.05 * DELAY_MS)
+    # A relay that ran late by over a millisecond would measure the machine, not the path.
+    assert relayed - (base + DELAY_MS) <= 1.0
 
 
 def test_the_lab_leaves_nothing_behind(live_server: Any, private_redis: Any, tmp_path: Path) -> None:
