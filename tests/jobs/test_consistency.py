@@ -48,6 +48,24 @@ def test_iops_and_latency_must_agree_with_the_jobs_in_flight() -> None:
     assert broken(s("storage.randread_iops", 2_500_000.0)) == ["littles_law"]  # no latency
 
 
+def test_two_honest_repetitions_pass_though_their_medians_multiply_to_more_in_flight() -> None:
+    # A hypervisor-cached disk: one repetition read from the cache (1,000,000 IOPS at 32 us,
+    # 32 in flight), the other from the disk (302,494 at 97.4 us, 29.5 in flight). The medians
+    # of two are their means, 651,247 IOPS at 64.7 us, 42 in flight: once refused as typed.
+    cached = [s("storage.randread_iops", 651_247.0, min=302_494.0, max=1_000_000.0),
+              s("storage.randread_lat_mean", 64.7, min=32.0, max=97.4)]
+    assert broken(*cached) == []
+    # The same medians with no spread are one repetition's figures: 42 in flight is typed.
+    assert broken(s("storage.randread_iops", 651_247.0),
+                  s("storage.randread_lat_mean", 64.7)) == ["littles_law"]
+    # A spread cannot hide a typed rate: the most IOPS at the least latency is 64 in flight.
+    assert broken(s("storage.randread_iops", 1_500_000.0, min=1_000_000.0, max=2_000_000.0),
+                  s("storage.randread_lat_mean", 40.0, min=32.0, max=48.0)) == ["littles_law"]
+    # Nor too few in flight at the other corner: 302,494 IOPS at 40 us is 12 of 32.
+    assert broken(s("storage.randread_iops", 651_247.0, min=302_494.0, max=1_000_000.0),
+                  s("storage.randread_lat_mean", 36.0, min=32.0, max=40.0)) == ["littles_law"]
+
+
 def test_a_receiver_cannot_count_more_than_was_sent() -> None:
     peer = {"metadata": {"peer": "reference:hangzhou:ref1"}}
     assert broken(s("network.tcp_throughput", 9.4, **peer),
