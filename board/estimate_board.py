@@ -115,10 +115,11 @@ def rank(workload: Workload, selection: Selection, rank_by: str = "cost") -> lis
     clusters.grades(selection.evidence)  # an unknown class is a 400 before any work
     found = ([*picked_nodes(workload, selection), *picked_clusters(workload, selection)]
              if selection.nodes or selection.clusters else board_candidates(workload, selection))
+    board = board_values(found, selection.evidence)
     for c in found:
         if c.skipped is None:
             try:
-                c.figures = measured(c, workload, selection.evidence)
+                c.figures = measured(c, workload, selection.evidence, board)
                 c.estimate = estimate.estimate(workload, c.figures)
             except estimate.Unestimable as exc:
                 c.skipped = exc.skipped
@@ -252,20 +253,43 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
 
 # --- what was measured ---------------------------------------------------------------------
 
-def measured(c: Candidate, workload: Workload, evidence: str = "") -> Measured:
-    """The candidate's figures for this job, of the evidence class. A cluster runs at its
-    slowest node's compute, storage and data loading; its all-reduce curve and slowest link
-    are its own."""
+# (profile, node) -> metric -> (value, grade, whether a CPU stood in for a GPU)
+BoardValues = dict[tuple[str, int], dict[str, tuple[float, str, bool]]]
+
+
+def board_values(found: list[Candidate], evidence: str = "") -> BoardValues:
+    """Every board value of the candidates' nodes in their profiles and the evidence class:
+    one query a profile, not one a candidate (50 candidates were 50 round trips, #35)."""
+    wanted: dict[str, set[int]] = {}
+    for c in found:
+        if c.skipped is None:
+            wanted.setdefault(c.profile or "default", set()).update(n["id"] for n in c.nodes)
+    out: BoardValues = {}
+    for profile, ids in wanted.items():
+        for node_id, metric, value, grade, stand_in in LatestResult.objects.filter(
+                node_id__in=sorted(ids), profile=profile,
+                evidence=evidence_class(evidence)).values_list(
+                "node_id", "metric", "value", "grade", "stand_in"):
+            out.setdefault((profile, node_id), {})[metric] = (value, grade, stand_in)
+    return out
+
+
+def measured(c: Candidate, workload: Workload, evidence: str = "",
+             board: BoardValues | None = None) -> Measured:
+    """The candidate's figures for this job, of the evidence class (from ``board``, read
+    for every candidate at once; read here when not given). A cluster runs at its slowest
+    node's compute, storage and data loading; its all-reduce curve and slowest link are its
+    own."""
     ids = [n["id"] for n in c.nodes]
     profile = c.profile or "default"
+    board = board if board is not None else board_values([c], evidence)
     values: dict[int, dict[str, tuple[float, str]]] = {}
     stand_ins: set[int] = set()  # nodes whose matmul figure a CPU measured
-    for node_id, metric, value, grade, stand_in in LatestResult.objects.filter(
-            node_id__in=ids, profile=profile, evidence=evidence_class(evidence)).values_list(
-            "node_id", "metric", "value", "grade", "stand_in"):
-        values.setdefault(node_id, {})[metric] = (value, grade)
-        if stand_in and metric == MATMUL[workload.precision]:
-            stand_ins.add(node_id)
+    for node_id in ids:
+        for metric, (value, grade, stand_in) in board.get((profile, node_id), {}).items():
+            values.setdefault(node_id, {})[metric] = (value, grade)
+            if stand_in and metric == MATMUL[workload.precision]:
+                stand_ins.add(node_id)
     used: list[str] = []
 
     def figure(pk: int, metric: str) -> float | None:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from board import estimate
 from board.models import ClusterResult
@@ -239,3 +241,24 @@ def test_a_cluster_only_its_hosts_measured_is_skipped_unless_the_claims_are_aske
     both = post(buyer, {"workload": GPT2_MEDIUM, "evidence": "any"}).json()["results"]
     assert {r["id"]: r["evidence"] for r in both} == {claimed.pk: "host-reported",
                                                       honest.pk: "buyer-measured"}
+
+
+def test_an_estimate_costs_the_same_queries_for_2_candidates_or_6(
+        enrol_node: Any, buyer: Actor, hangzhou: Region) -> None:
+    # The candidates' board figures are read at once: one query a candidate made the
+    # estimate over the board's 50 a round trip each (#35).
+    for i in range(6):
+        e = enrol_node(f"q{i}", region=hangzhou, inventory=A100, address=f"10.0.8.{i + 2}")
+        measured(buyer, e, 5.0, extra={"gpu.matmul_tflops_bf16": TFLOPS})
+    ids = list(Node.objects.order_by("pk").values_list("pk", flat=True))
+
+    def queries(nodes: list[int]) -> int:
+        with CaptureQueriesContext(connection) as done:
+            response = post(buyer, {"workload": {"preset": "gpt2-small", "steps": 1000},
+                                    "nodes": nodes, "evidence": "any"})
+        assert response.status_code == 200, response.json()
+        results = response.json()["results"]
+        assert len(results) == len(nodes) and all(r["estimate"] for r in results), results
+        return len(done)
+
+    assert queries(ids[:2]) == queries(ids)
