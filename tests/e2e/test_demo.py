@@ -32,6 +32,7 @@ from lab.try_it import commands_of
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 
 READY = "press Ctrl-C to stop everything"
+OUTPUT = REPO / "var" / "test-output" / "demo.out"
 
 
 def run_demo_until_it_waits(log: Path) -> tuple[subprocess.Popen[str], list[str],
@@ -56,6 +57,10 @@ def run_demo_until_it_waits(log: Path) -> tuple[subprocess.Popen[str], list[str]
     # beside the parallel part on a slow day the demo took over 900 s to its last table
     # while still moving (stop 45's CI: the buyer's trial agents at storage step 9 of 17).
     ready.wait(1500)
+    # Kept where `make test` keeps its output: each step's clock says where the demo's
+    # minutes went, pass or fail.
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    OUTPUT.write_text("".join(lines))
     assert READY in "".join(lines), "".join(lines)[-3000:] + log.read_text()[-3000:]
     return demo, lines, reader
 
