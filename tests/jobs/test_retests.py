@@ -7,13 +7,18 @@ and the stability verdicts the board and the API then show.
 
 from __future__ import annotations
 
+import io
+import json
 import random
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 
 from fleet.models import Node, ReferenceEndpoint, RetestPause
@@ -252,3 +257,33 @@ def test_the_plan_ahead_is_never_shown_and_a_pause_is_the_providers_alone(
     resumed = provider_owner.client().post(f"/api/v1/nodes/{e.node.pk}/retests/resume")
     assert resumed.status_code == 200 and resumed.json()["paused_now"] is None
     assert RetestPause.objects.get(node=e.node).end <= timezone.now()  # kept, and judged
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_round_run_now_is_not_skipped_by_the_scheduler_s_own_tick(
+        online: Any, monkeypatch: Any) -> None:
+    # `manage.py retest_round` (the demo's compressed day) makes re-tests due yesterday and
+    # starts them; the scheduler's tick on the real clock, running between the two, skipped
+    # them as due while the scheduler was down.
+    shared, steady = online("shared"), online("steady")
+    real_tick = retests.tick
+
+    def the_scheduler_ticks_first(at: datetime, rng: random.Random | None = None) -> Any:
+        def scheduler() -> None:
+            try:
+                retests.run_due(timezone.now())
+            finally:
+                connection.close()
+        beside = threading.Thread(target=scheduler)
+        beside.start()
+        beside.join()
+        return real_tick(at, rng)
+
+    monkeypatch.setattr(retests, "tick", the_scheduler_ticks_first)
+    yesterday = timezone.localtime(timezone.now() - timedelta(days=1))
+    out = io.StringIO()
+    call_command("retest_round", f"--at={yesterday:%Y-%m-%dT22:20}",
+                 f"--nodes={shared.node.pk},{steady.node.pk}", "--suite=network", stdout=out)
+    answer = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert {v["status"] for v in answer.values()} == {"submitted"}, answer
+    assert Retest.objects.filter(status=Retest.Status.SKIPPED).count() == 0
