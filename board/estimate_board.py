@@ -14,7 +14,7 @@ is listed as skipped, with the reason; none is filled in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.utils.translation import gettext as _
 
@@ -253,8 +253,15 @@ def cluster_candidate(result: ClusterResult) -> Candidate:
 
 # --- what was measured ---------------------------------------------------------------------
 
-# (profile, node) -> metric -> (value, grade, whether a CPU stood in for a GPU)
-BoardValues = dict[tuple[str, int], dict[str, tuple[float, str, bool]]]
+class BoardValue(NamedTuple):
+    value: float
+    grade: str
+    stand_in: bool  # a CPU's figure standing in for a GPU's
+    run_id: int
+
+
+# (profile, node) -> metric -> its board value
+BoardValues = dict[tuple[str, int], dict[str, BoardValue]]
 
 
 def board_values(found: list[Candidate], evidence: str = "") -> BoardValues:
@@ -266,11 +273,12 @@ def board_values(found: list[Candidate], evidence: str = "") -> BoardValues:
             wanted.setdefault(c.profile or "default", set()).update(n["id"] for n in c.nodes)
     out: BoardValues = {}
     for profile, ids in wanted.items():
-        for node_id, metric, value, grade, stand_in in LatestResult.objects.filter(
+        for node_id, metric, value, grade, stand_in, run_id in LatestResult.objects.filter(
                 node_id__in=sorted(ids), profile=profile,
                 evidence=evidence_class(evidence)).values_list(
-                "node_id", "metric", "value", "grade", "stand_in"):
-            out.setdefault((profile, node_id), {})[metric] = (value, grade, stand_in)
+                "node_id", "metric", "value", "grade", "stand_in", "run_id"):
+            out.setdefault((profile, node_id), {})[metric] = BoardValue(value, grade, stand_in,
+                                                                        run_id)
     return out
 
 
@@ -286,7 +294,7 @@ def measured(c: Candidate, workload: Workload, evidence: str = "",
     values: dict[int, dict[str, tuple[float, str]]] = {}
     stand_ins: set[int] = set()  # nodes whose matmul figure a CPU measured
     for node_id in ids:
-        for metric, (value, grade, stand_in) in board.get((profile, node_id), {}).items():
+        for metric, (value, grade, stand_in, _run) in board.get((profile, node_id), {}).items():
             values.setdefault(node_id, {})[metric] = (value, grade)
             if stand_in and metric == MATMUL[workload.precision]:
                 stand_ins.add(node_id)
@@ -319,7 +327,7 @@ def measured(c: Candidate, workload: Workload, evidence: str = "",
             figures[name] = min(v for v in found if v)
             used += [values[pk][metric][1] for pk in ids]
             c.sources[name] = f"board value of {metric}, {profile} profile"
-    curve, link, grade = busbw_curve(c, workload, evidence)
+    curve, link, grade = busbw_curve(c, workload, evidence, board)
     if grade:
         used.append(grade)
     c.evidence = lowest(used)
@@ -360,7 +368,8 @@ def gpu_compute(c: Candidate, workload: Workload, compute: list[float | None],
     return out
 
 
-def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
+def busbw_curve(c: Candidate, workload: Workload, evidence: str = "",
+                board: BoardValues | None = None
                 ) -> tuple[list[tuple[float, float]], float | None, str]:
     """The all-reduce curve (bytes, GB/s) measured across the candidate's ranks, its slowest
     link and its evidence: a cluster's from the run that timed its job's collectives (its
@@ -368,7 +377,7 @@ def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
     if workload.ranks < 2:
         return [], None, ""
     if c.modelled:
-        return modelled_curve(c, evidence)
+        return modelled_curve(c, evidence, board)
     if c.kind == "cluster":
         result = ClusterResult.objects.get(pk=c.id)
         rows = Sample.objects.filter(run__job_id=result.job_id, metric=BUSBW,
@@ -398,16 +407,15 @@ def busbw_curve(c: Candidate, workload: Workload, evidence: str = ""
     return curve, link, grade if curve else ""
 
 
-def modelled_curve(c: Candidate, evidence: str = ""
+def modelled_curve(c: Candidate, evidence: str = "", board: BoardValues | None = None
                    ) -> tuple[list[tuple[float, float]], float | None, str]:
     """N of a node's kind, never measured together: each link of the ring at the node's own
     measured TCP throughput (its board value, to its region's reference), flat over message
     sizes. Latency is left out: the reference's RTT is a path out of the data centre, not
     between two of its racks; the candidate says its sync is modelled, and the verdict asks
     for an N-node trial before renting."""
-    latest = LatestResult.objects.filter(node_id=c.id, metric=MODELLED_LINK,
-                                         profile=c.profile or "default",
-                                         evidence=evidence_class(evidence)).first()
+    board = board if board is not None else board_values([c], evidence)
+    latest = board.get((c.profile or "default", c.id), {}).get(MODELLED_LINK)
     if latest is None or latest.value <= 0:
         return [], None, ""
     gbs = latest.value / 8

@@ -23,7 +23,7 @@ from board.ranking import (
     Group,
     entries,
     gpu_unmeasured,
-    groups,
+    groupings,
     host_reported,
     node_values,
     profile_for,
@@ -172,8 +172,8 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         rows, profile = ranked(filters)
         board = entries(list(rows[:200]), profile, evidence=filters.evidence)
         apart = entries(host_reported(filters, profile), profile, 0, filters.evidence)
-        region_groups = groups(filters, "region")[0]
-        kind_groups = groups(filters, "kind")[0]
+        grouped = groupings(filters, ("region", "kind"))[0]
+        region_groups, kind_groups = grouped["region"], grouped["kind"]
         cluster_sections = clusters_within(
             clusters.board(region=filters.region, evidence=filters.evidence), filters)
         cluster_claims = [] if filters.evidence == "any" else [
