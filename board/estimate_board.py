@@ -23,7 +23,7 @@ from board.estimate import Estimate, Measured, Workload
 from board.hours import AtHours
 from board.latest import lowest
 from board.models import ClusterResult, LatestResult
-from board.ranking import Filters, evidence_class, filtered, profile_for
+from board.ranking import Filters, evidence_class, filtered, metric_of, ordering, profile_for
 from board.stability import Stability
 from config.errors import Invalid
 from contract import gpu_models, outcomes
@@ -202,7 +202,11 @@ def board_candidates(workload: Workload, selection: Selection) -> list[Candidate
                           provider=selection.provider, gpu_model=selection.gpu_model,
                           max_price=selection.max_price, evidence=selection.evidence)
         profile = selection.profile or profile_for(filters)
-        rows = filtered(filters, profile, stand_ins=True).order_by("node__name")[:MAX_CANDIDATES]
+        # The board's best MAX_CANDIDATES on its link figure, in the board's own order: the
+        # index's order, where the first by name sorted every node for 50 (61 ms at 10,000
+        # nodes, against 2 ms, #35).
+        rows = (filtered(filters, profile, stand_ins=True)
+                .order_by(*ordering(metric_of(MODELLED_LINK)))[:MAX_CANDIDATES])
         out = [node_candidate(row.node, profile) for row in rows]
         if workload.nodes == 1:
             return out
