@@ -127,16 +127,17 @@ def busiest_profile(metric: str) -> str:
     by a board page), kept as a board page is: under the record's generation, which every
     new figure moves on, for at most BOARD_PAGE_SECONDS (board/page_cache.py)."""
     seconds = settings.BOARD_PAGE_SECONDS
-    key = f"board:busiest:{generation.current()}:{metric}"
-    if seconds and metric in metrics.METRICS:
-        kept = cache.get(key)
-        if isinstance(kept, str):
-            return kept
+    # The generation is read only when the answer may be kept: a query saved otherwise.
+    key = (f"board:busiest:{generation.current()}:{metric}"
+           if seconds and metric in metrics.METRICS else None)
+    kept = cache.get(key) if key else None
+    if isinstance(kept, str):
+        return kept
     busiest = (LatestResult.objects.filter(metric=metric, evidence=LatestResult.ANY)
                .values("profile")
                .annotate(n=Count("id")).order_by("-n", "profile").first())
     profile = str(busiest["profile"]) if busiest else "default"
-    if seconds and metric in metrics.METRICS:
+    if key:
         cache.set(key, profile, seconds)
     return profile
 
