@@ -309,6 +309,9 @@ RUN_QUEUE_TIMEOUT_SECONDS = envint("RUN_QUEUE_TIMEOUT_SECONDS", 24 * 3600)
 # An online node that has left its queued runs untouched this long lost their messages:
 # the sweeper publishes them again.
 RUN_REDISPATCH_SECONDS = envint("RUN_REDISPATCH_SECONDS", 120)
+# A job whose last run is in but whose job_finished has not run this long after (its on-commit
+# hook runs within milliseconds of the commit) lost it with its process: the sweeper sends it.
+JOB_FINISHED_LOST_AFTER_SECONDS = envint("JOB_FINISHED_LOST_AFTER_SECONDS", 60)
 # Node workers heartbeat this often; a node missing NODE_OFFLINE_AFTER seconds is offline.
 NODE_HEARTBEAT_SECONDS = envint("NODE_HEARTBEAT_SECONDS", 30)
 NODE_OFFLINE_AFTER_SECONDS = envint("NODE_OFFLINE_AFTER_SECONDS", 90)

@@ -23,6 +23,12 @@ class BenchmarkJob(models.Model):
     # Idempotency-Key support: the same key and body return the same job.
     idempotency_key = models.CharField(max_length=128, blank=True)
     request_digest = models.CharField(max_length=64, blank=True)
+    # Set once the last run is in and job_finished's receivers have returned (the board has
+    # recorded a multi-node job's links and cluster, certification has judged): until then a
+    # multi-node job reads as running, so nobody reads it finished with no links. Null on a
+    # job whose runs are all in is a job_finished that was lost (a worker killed between the
+    # commit and its on-commit hook): the sweeper sends it again (sweeper.settle_lost).
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -31,6 +37,9 @@ class BenchmarkJob(models.Model):
                 name="unique_idempotency_key_per_owner",
             )
         ]
+        # The sweeper's look for lost job_finished: only the jobs not finished yet.
+        indexes = [models.Index(fields=["created_at"], condition=models.Q(finished_at=None),
+                                name="jobs_job_unfinished")]
 
     def overall_status(self) -> str:
         """The job's state, derived from its runs (the API's and the buyer's page's alike)."""
@@ -38,6 +47,9 @@ class BenchmarkJob(models.Model):
         for state in ("running", "queued"):
             if state in states:
                 return state
+        # A multi-node job's figures are its links and cluster, recorded after its last run.
+        if self.node_count > 1 and self.finished_at is None:
+            return "running"
         if states == {"succeeded"}:
             return "succeeded"
         if states == {"cancelled"}:

@@ -324,6 +324,11 @@ def _after_run(job: BenchmarkJob, requested_by: str) -> None:
             status__in=Run.FINISHED).exists():
         return
     job_finished.send(BenchmarkJob, job_id=job.pk, requested_by=requested_by)
+    # Only now does the job read as finished: its receivers have recorded what they derive.
+    if job.finished_at is None:
+        job.finished_at = timezone.now()
+        BenchmarkJob.objects.filter(pk=job.pk, finished_at=None).update(
+            finished_at=job.finished_at)
     webhook_events.job_finished(job)
 
 
@@ -362,12 +367,17 @@ def settle(job_ids: list[int]) -> None:
         done = (BenchmarkJob.objects.filter(pk__in=set(job_ids))
                 .exclude(runs__status__in=[Run.Status.QUEUED, Run.Status.RUNNING]))
         for job in done:
-            requested_by = (Run.objects.filter(job=job).values_list("requested_by", flat=True)
-                            .first() or Run.RequestedBy.BUYER)
-            _after_run(job, requested_by)
+            settle_now(job)
 
     if job_ids:
         transaction.on_commit(after)
+
+
+def settle_now(job: BenchmarkJob) -> None:
+    """job_finished for a job whose runs are all in, now (the sweeper's, for a lost one)."""
+    requested_by = (Run.objects.filter(job=job).values_list("requested_by", flat=True)
+                    .first() or Run.RequestedBy.BUYER)
+    _after_run(job, requested_by)
 
 
 def fail_open_runs(node: Node, reason: str) -> int:

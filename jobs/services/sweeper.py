@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
 from config import isolated
 from fleet.models import Node
 from fleet.services import broker, revocation
-from jobs.models import Attempt, Run
+from jobs.models import Attempt, BenchmarkJob, Run
 from jobs.services import lifecycle, reference_records
 from jobs.services.dispatch import publish_run
 
@@ -32,6 +32,7 @@ class SweepReport:
     seen: int = 0  # nodes whose liveness key was set since the last pass
     trials_ended: int = 0  # buyers' trial agents revoked at their trial's end
     records_pruned: int = 0  # reference records past REFERENCE_RECORDS_KEEP_HOURS
+    settled: int = 0  # jobs whose lost job_finished was sent again
     brokers_down: list[str] = field(default_factory=list)
 
 
@@ -62,10 +63,12 @@ def sweep() -> SweepReport:
     report.timed_out = isolated.step(lambda: fail_unstarted(now), "sweep: unstarted runs")
     report.stuck = isolated.step(lambda: forget_stuck_dispatches(now), "sweep: stuck dispatches")
     report.republished = isolated.step(lambda: republish(up, now), "sweep: republishing")
+    report.settled = isolated.step(lambda: settle_lost(now), "sweep: lost job_finished")
     report.records_pruned = isolated.step(lambda: reference_records.prune(now.timestamp()),
                                           "sweep: old reference records")
     if report.expired or report.given_up or report.republished or report.timed_out \
-            or report.stuck or report.suspended or report.trials_ended or report.brokers_down:
+            or report.stuck or report.suspended or report.trials_ended or report.settled \
+            or report.brokers_down:
         log.info("sweep: %s", report)
     return report
 
@@ -220,3 +223,16 @@ def forget_stuck_dispatches(now: datetime) -> int:
                                node__last_seen_at__gte=online_since)
             .exclude(Exists(node_busy)).exclude(Exists(node_worked))
             .update(dispatched_at=None))
+
+
+def settle_lost(now: datetime) -> int:
+    """Send job_finished again for the jobs whose last run is in but whose job_finished never
+    ran (the process died between the last run's commit and its on-commit hook): without it a
+    multi-node job would have no links or cluster and read as running for ever, and a
+    certification on it would never be judged. Its receivers are idempotent."""
+    lost_before = now - timedelta(seconds=settings.JOB_FINISHED_LOST_AFTER_SECONDS)
+    open_run = Run.objects.filter(job=OuterRef("pk")).exclude(status__in=Run.FINISHED)
+    lost = list(BenchmarkJob.objects.filter(finished_at=None, created_at__lt=lost_before)
+                .exclude(Exists(open_run)).annotate(last=Max("runs__finished_at"))
+                .filter(last__lt=lost_before))
+    return len(lost) - isolated.each(lost, lifecycle.settle_now, "sweep: a lost job_finished")

@@ -9,19 +9,22 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.test import Client
+from django.utils import timezone
 
 from board import clusters
 from board.models import ClusterResult, LatestResult, LinkResult
 from fleet.models import Node, Provider
 from fleet.services import enrolment
 from jobs.models import BenchmarkJob
-from jobs.services import lifecycle, submission
+from jobs.services import lifecycle, submission, sweeper
 from tests.fixtures import HONEST_INVENTORY, Enrolled, measured, trial_agent
 
 Links = dict[tuple[int, int], float]
@@ -138,6 +141,38 @@ def test_only_another_providers_host_confirms_a_link(
     with django_capture_on_commit_callbacks(execute=True):
         job = multi_node_job(buyer, [mine, theirs], uniform(2, 0.95), suite="network")
     assert all(li.agreed and li.confirmed for li in LinkResult.objects.filter(job=job))
+
+
+def test_a_multi_node_job_reads_finished_only_once_its_links_are_recorded(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    # The board records the links when job_finished runs, on commit after the last run's
+    # transaction: a poll in between read "succeeded" with no links (a CI demo printed none).
+    a, b = nodes("hz-1", "hz-2")
+    with django_capture_on_commit_callbacks(execute=False) as hooks:
+        job = multi_node_job(buyer, [a, b], uniform(2, 0.95), suite="network")
+    url = f"/api/v1/benchmarks/{job.pk}"
+    between = buyer.client().get(url).json()
+    assert (between["status"], between["links"]) == ("running", [])
+    for hook in hooks:
+        hook()
+    done = buyer.client().get(url).json()
+    assert done["status"] == "succeeded" and len(done["links"]) == 2
+
+
+def test_a_lost_job_finished_is_sent_again_by_the_sweeper(
+        buyer: Any, nodes: Any, django_capture_on_commit_callbacks: Any) -> None:
+    # The process that stored the last run died before its on-commit hook ran: the hooks are
+    # dropped. The sweeper finds the job (all runs in, never finished) once the hook is late.
+    a, b = nodes("hz-1", "hz-2")
+    with django_capture_on_commit_callbacks(execute=False):
+        job = multi_node_job(buyer, [a, b], uniform(2, 0.95), suite="network")
+    now = timezone.now()
+    assert sweeper.settle_lost(now) == 0  # a hook due any moment is not taken for lost
+    late = now + timedelta(seconds=settings.JOB_FINISHED_LOST_AFTER_SECONDS + 1)
+    assert sweeper.settle_lost(late) == 1
+    assert LinkResult.objects.filter(job=job).count() == 2
+    assert buyer.client().get(f"/api/v1/benchmarks/{job.pk}").json()["status"] == "succeeded"
+    assert sweeper.settle_lost(late) == 0  # finished now: not sent a third time
 
 
 def test_clusters_rank_like_with_like_and_the_slow_node_is_named(
