@@ -61,6 +61,18 @@ def evidence(grade: str) -> str:
     return _(EVIDENCE.get(grade, EVIDENCE["host-reported"]))
 
 
+# Each grade's badge: its class in the style sheet and its name (anything else is the host's).
+BADGES = {"platform-verified": ("verified", gettext_noop("platform-verified")),
+          "buyer-measured": ("measured", gettext_noop("buyer-measured")),
+          "host-reported": ("claimed", gettext_noop("host-reported"))}
+
+
+def badge(grade: str) -> tuple[str, str]:
+    """An evidence grade's badge: its class and its name in the page's language."""
+    css, name = BADGES.get(grade, BADGES["host-reported"])
+    return css, _(name)
+
+
 def requester(codes: str) -> str:
     """Who asked for the runs behind a figure: one code, or several joined by commas (a
     board value pooled from the runs of several requesters)."""

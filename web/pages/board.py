@@ -80,7 +80,8 @@ def board_table(board: list[Entry], values: Mapping[int, Mapping[str, float]],
     for i, e in enumerate(board):
         low, high = e.row.p5, e.row.p95
         rows.append({
-            "entry": e, "tier": tiers.get(e.row.node_id),
+            "entry": e, "tier": tiers.get(e.row.node_id), "node_url": node_url(e.row.node_id),
+            "provider_url": reverse("provider-page", args=[e.row.node.provider_id]),
             "cells": [{"text": figure(cells[m][i], m), "best": i in winners[m], **words_of[m]}
                       for m in shown],
             "spread": None if low is None or high is None else {
