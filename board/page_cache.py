@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -24,30 +24,40 @@ from django.utils.translation import get_language
 
 from fleet.services import generation
 
+T = TypeVar("T")
+
 # What a board page shows, by model label: their saves and deletes move the generation.
 SHOWN = frozenset({"leaderboard.LatestResult", "fleet.Node", "fleet.Provider", "fleet.Region",
                    "fleet.RetestPause", "jobs.Retest", "certification.Certificate"})
 
 
-def key(path: str, params: Iterable[tuple[str, str]]) -> str:
-    """The cache key of a page: the generation, the language, the address and the page's
-    parameters (those the caller names, sorted)."""
+def page_name(path: str, params: Iterable[tuple[str, str]]) -> str:
+    """A page's name among what is kept: the language, the address and the page's parameters
+    (those the caller names, sorted)."""
     text = "\n".join([path, *(f"{k}={v}" for k, v in sorted(params))])
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return f"board:page:{generation.current()}.{_settings_epoch}:{get_language() or ''}:{digest}"
+    return f"page:{get_language() or ''}:{digest}"
+
+
+def kept(name: str, compute: Callable[[], T]) -> T:
+    """``compute()``'s answer, kept under ``name`` and the record's generation for at most
+    BOARD_PAGE_SECONDS: the rule for every board answer that is the same for all readers
+    until the record changes. Computed every time when keeping is off (the generation is
+    then not even read). ``name`` must come from a closed set, never from raw input."""
+    seconds = settings.BOARD_PAGE_SECONDS
+    if seconds <= 0:
+        return compute()
+    key = f"board:{generation.current()}.{_settings_epoch}:{name}"
+    found: T | None = cache.get(key)
+    if found is None:
+        found = compute()
+        cache.set(key, found, seconds)
+    return found
 
 
 def remembered(path: str, params: Iterable[tuple[str, str]], compute: Callable[[], bytes]) -> bytes:
     """The page under these parameters: from the cache, or computed and kept."""
-    seconds = settings.BOARD_PAGE_SECONDS
-    if seconds <= 0:
-        return compute()
-    name = key(path, params)
-    found: bytes | None = cache.get(name)
-    if found is None:
-        found = compute()
-        cache.set(name, found, seconds)
-    return found
+    return kept(page_name(path, params), compute)
 
 
 # Settings change in a running process only where a test overrides them (a week's window,

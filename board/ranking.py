@@ -16,18 +16,17 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from board import diagnosis, score, stability, stability_board
+from board import diagnosis, page_cache, score, stability, stability_board
 from board.models import LatestResult
 from config.errors import Invalid
 from contract import metrics
 from contract.sample import percentile
 from contract.suites import UNRANKED_LABEL
 from fleet.models import Node
-from fleet.services import generation, identity
+from fleet.services import identity
 from jobs.models import Sample
 from jobs.services import visibility
 
@@ -124,22 +123,15 @@ def profile_for(filters: Filters) -> str:
 def busiest_profile(metric: str) -> str:
     """The profile with the most nodes' figures of ``metric``: what a board ranks when no
     profile is asked for. A count over every node's rows (30 ms at 10,000 nodes, asked twice
-    by a board page), kept as a board page is: under the record's generation, which every
-    new figure moves on, for at most BOARD_PAGE_SECONDS (board/page_cache.py)."""
-    seconds = settings.BOARD_PAGE_SECONDS
-    # The generation is read only when the answer may be kept: a query saved otherwise.
-    key = (f"board:busiest:{generation.current()}:{metric}"
-           if seconds and metric in metrics.METRICS else None)
-    kept = cache.get(key) if key else None
-    if isinstance(kept, str):
-        return kept
-    busiest = (LatestResult.objects.filter(metric=metric, evidence=LatestResult.ANY)
-               .values("profile")
-               .annotate(n=Count("id")).order_by("-n", "profile").first())
-    profile = str(busiest["profile"]) if busiest else "default"
-    if key:
-        cache.set(key, profile, seconds)
-    return profile
+    by a board page), kept as a board page is (board/page_cache.py); an unknown metric's is
+    not kept, so junk in a query cannot fill the cache."""
+    def count() -> str:
+        busiest = (LatestResult.objects.filter(metric=metric, evidence=LatestResult.ANY)
+                   .values("profile")
+                   .annotate(n=Count("id")).order_by("-n", "profile").first())
+        return str(busiest["profile"]) if busiest else "default"
+
+    return page_cache.kept(f"busiest:{metric}", count) if metric in metrics.METRICS else count()
 
 
 def filtered(filters: Filters, profile: str, evidence: str | None = None,
