@@ -150,7 +150,36 @@ def littles_law(f: Facts) -> Violation | None:
                     f"in flight; {expected:g} fio jobs at iodepth {FIO_IODEPTH} keep "
                     f"{expected:g} (at most {expected / lat_us * 1e6:.4g} IOPS at that "
                     "latency)"))
+        medians = ranked_median_bounds(iops, lat)
+        low, high = LITTLE_LOW * expected, LITTLE_HIGH * expected
+        if medians[1] > high or medians[0] < low:
+            return Violation("littles_law", (
+                f"storage.randread_iops{suffix} = {iops['value']:g} (the ranked median) with a "
+                f"median latency of {lat['value']:g} us over {iops.get('n')} repetitions is "
+                f"{medians[0]:.3g} to {medians[1]:.3g} I/Os in flight at least, for "
+                f"{expected:g} fio jobs at iodepth {FIO_IODEPTH}: a spread cannot hide a "
+                "typed median"))
     return None
+
+
+def ranked_median_bounds(iops: dict[str, Any], lat: dict[str, Any]) -> tuple[float, float]:
+    """What the medians themselves say of the I/Os in flight, for every honest set of
+    repetitions (each within the bounds) whatever their pairing: a (low, high) pair whose
+    high must not exceed the upper bound, and whose low must not fall under the lower one.
+
+    At least half of the repetitions have IOPS at or above the median m, so at their
+    latencies at most high / m: the lower middle latency is at most that. With an odd count
+    the median latency is that middle value: m x median latency is bounded both ways. With
+    an even count the median is the mean of two middles, the upper one at most the max:
+    m x (2 x median latency - max) <= high and m x (2 x median latency - min) >= low. The
+    corners bound the extremes; this bounds the figure that ranks."""
+    m, lat_m = float(iops["value"]), float(lat["value"])
+    n = iops.get("n")
+    if isinstance(n, int) and n % 2 == 1 and n == lat.get("n"):
+        in_flight = m * lat_m / 1e6
+        return in_flight, in_flight
+    return (m * (2 * lat_m - extreme(lat, "min")) / 1e6,
+            m * (2 * lat_m - extreme(lat, "max")) / 1e6)
 
 
 def extreme(sample: dict[str, Any], end: str) -> float:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contract.sample import summarise
 from jobs.services import consistency
 from jobs.services.consistency import Facts
 
@@ -64,6 +68,41 @@ def test_two_honest_repetitions_pass_though_their_medians_multiply_to_more_in_fl
     # Nor too few in flight at the other corner: 302,494 IOPS at 40 us is 12 of 32.
     assert broken(s("storage.randread_iops", 651_247.0, min=302_494.0, max=1_000_000.0),
                   s("storage.randread_lat_mean", 36.0, min=32.0, max=40.0)) == ["littles_law"]
+
+
+def test_a_spread_cannot_hide_a_typed_median() -> None:
+    # Three repetitions (the quick profile's): each corner is a plausible repetition (32 and
+    # 30 in flight), but the ranked medians, 1,900,000 IOPS at 40 us, are 76 in flight: no
+    # honest set of three repetitions has that middle. Once passed, as only the corners were.
+    typed = [s("storage.randread_iops", 1_900_000.0, n=3, min=300_000.0, max=2_000_000.0),
+             s("storage.randread_lat_mean", 40.0, n=3, min=16.0, max=100.0)]
+    assert broken(*typed) == ["littles_law"]
+    # Honest threes, paired any way, pass: (2,000,000 @ 16), (900,000 @ 35), (300,000 @ 100).
+    assert broken(s("storage.randread_iops", 900_000.0, n=3, min=300_000.0, max=2_000_000.0),
+                  s("storage.randread_lat_mean", 35.0, n=3, min=16.0, max=100.0)) == []
+    # With an even count the medians are means of two middles: bounded less tightly, still
+    # bounded (2 x 70 - 100 = 40 us at most at 1,900,000 IOPS: 76 in flight).
+    assert broken(s("storage.randread_iops", 1_900_000.0, n=2, min=300_000.0, max=2_000_000.0),
+                  s("storage.randread_lat_mean", 70.0, n=2, min=16.0, max=100.0)) == ["littles_law"]
+    # The honest cached disk of two repetitions above still passes, n given or not.
+    assert broken(s("storage.randread_iops", 651_247.0, n=2, min=302_494.0, max=1_000_000.0),
+                  s("storage.randread_lat_mean", 64.7, n=2, min=32.0, max=97.4)) == []
+
+
+@given(st.lists(st.tuples(st.floats(1_000.0, 3_000_000.0),
+                          # inside the bounds: at the bound itself, rounding decides
+                          st.floats(consistency.LITTLE_LOW * 1.001,
+                                    consistency.LITTLE_HIGH * 0.999)),
+                min_size=1, max_size=7))
+def test_no_honest_set_of_repetitions_is_refused_by_littles_law(
+        reps: list[tuple[float, float]]) -> None:
+    # Each repetition keeps 32 x [low, high] in flight (its latency follows from its rate);
+    # summarised as the probe summarises them, they pass the corners and the medians alike.
+    iops = [rate for rate, _ in reps]
+    lat = [32 * share / rate * 1e6 for rate, share in reps]
+    posted = [summarise("storage.randread_iops", iops).as_dict(),
+              summarise("storage.randread_lat_mean", lat).as_dict()]
+    assert consistency.littles_law(Facts(posted, {"fio_numjobs": 32}, nic_mbps=[])) is None
 
 
 def test_a_receiver_cannot_count_more_than_was_sent() -> None:
