@@ -54,7 +54,15 @@ class LatestResult(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["node", "metric", "profile", "evidence"],
                                                name="one_value_per_node_metric_profile_evidence")]
-        indexes = [models.Index(fields=["metric", "profile", "evidence", "value"])]
+        indexes = [
+            # The ranking: one metric, profile and class, by value.
+            models.Index(fields=["metric", "profile", "evidence", "value"]),
+            # Which nodes hold a figure of a class, read from the index alone: the busiest
+            # profile's count and the host-reported list's anti-join, each over every node
+            # (11 and 24 ms at 10,000 nodes from the table's pages, 2 and 6 from this, #35).
+            models.Index(fields=["metric", "evidence", "profile", "stand_in", "node"],
+                         name="latest_node_by_class"),
+        ]
 
 
 class LinkResult(models.Model):

@@ -128,7 +128,7 @@ def busiest_profile(metric: str) -> str:
     def count() -> str:
         busiest = (LatestResult.objects.filter(metric=metric, evidence=LatestResult.ANY)
                    .values("profile")
-                   .annotate(n=Count("id")).order_by("-n", "profile").first())
+                   .annotate(n=Count("*")).order_by("-n", "profile").first())
         return str(busiest["profile"]) if busiest else "default"
 
     return page_cache.kept(f"busiest:{metric}", count) if metric in metrics.METRICS else count()
@@ -181,13 +181,17 @@ def host_reported(filters: Filters, profile: str, limit: int = 200) -> list[Late
     listed apart, unranked, so a buyer sees them without their claims outranking anyone."""
     if filters.evidence_class() == LatestResult.ANY:
         return []
-    # Ranked: a row of the ranked class for the same node. The node's own filters hold
-    # already (it is the outer row's), so one index probe per node answers it; the filters
-    # again in a NOT IN subquery took 8 of a board request's 40 ms at 1,000 nodes (#35).
-    ranked_row = LatestResult.objects.filter(
-        node_id=OuterRef("node_id"), metric=filters.metric, profile=profile,
-        evidence=filters.evidence_class(), stand_in=False)
-    rows = (filtered(filters, profile, LatestResult.ANY).exclude(Exists(ranked_row))
+    # Which nodes: those with a figure of the metric but none of the ranked class, an
+    # anti-join read from the index alone (latest_node_by_class); the node's own filters
+    # hold already, so they are applied once, to the rows of those nodes only. Over the
+    # table's rows the anti-join read every node's row twice: 24 ms at 10,000 nodes (#35).
+    def holders(evidence: str) -> QuerySet[LatestResult]:
+        return LatestResult.objects.filter(metric=filters.metric, evidence=evidence,
+                                           profile=profile, stand_in=False)
+
+    claims = holders(LatestResult.ANY).exclude(Exists(holders(filters.evidence_class()).filter(
+        node_id=OuterRef("node_id")))).values("node_id")
+    rows = (filtered(filters, profile, LatestResult.ANY).filter(node_id__in=claims)
             .order_by(*ordering(metric_of(filters.metric))))
     return list(rows[:limit])
 

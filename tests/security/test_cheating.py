@@ -126,6 +126,38 @@ def test_typed_network_figures_do_not_rank(buyer: Any, provider_owner: Any, enro
     assert "evidence" in csv.splitlines()[0] and "platform-verified" in csv
 
 
+def test_typed_figures_listed_apart_keep_the_board_s_filters(
+        buyer: Any, provider_owner: Any, enrol_node: Any, reference_endpoint: Any,
+        shenzhen: Any) -> None:
+    # The list apart is found from the index alone (which nodes hold a figure but none of the
+    # ranked class) and only then filtered: a typed figure must not slip into a filtered
+    # board, nor a ranked node be listed apart as well.
+    cheats = {name: enrol_node(name, region=region) for name, region in
+              (("hz-cheat", None), ("sz-cheat", shenzhen))}
+    for enrolled in cheats.values():
+        job, _ = submission.submit(provider_owner.user, [enrolled.node.pk], "network",
+                                   profile="quick")
+        assert claim_and_post(enrolled, job, [sample("network.tcp_throughput", 9.5, "Gbit/s")
+                                              | {"metadata": {"peer": "reference:hangzhou:ref1"}}]
+                              ).status_code == 200
+    honest = enrol_node("hz-honest")
+    job, _ = submission.submit(buyer.user, [honest.node.pk], "network", profile="quick")
+    run = job.runs.get()
+    claim = lifecycle.claim(honest.node, run.pk)
+    lifecycle.finish(honest.node, run.pk, claim.attempt.id, True,
+                     reference_samples(claim.spec()), "", {})
+    page = board(buyer.client(), "metric=network.tcp_throughput")
+    assert names(page["results"]) == ["hz-honest"]
+    assert sorted(names(page["host_reported"])) == ["hz-cheat", "sz-cheat"]
+    assert names(board(buyer.client(), "metric=network.tcp_throughput&region=shenzhen")[
+        "host_reported"]) == ["sz-cheat"]
+    hangzhou = board(buyer.client(), "metric=network.tcp_throughput&region=zhejiang")
+    assert (names(hangzhou["results"]), names(hangzhou["host_reported"])) == (["hz-honest"],
+                                                                              ["hz-cheat"])
+    assert board(buyer.client(), "metric=network.tcp_throughput&profile=full")[
+        "host_reported"] == []
+
+
 def test_a_host_figure_far_from_the_references_record_is_refused(
         buyer: Any, enrol_node: Any, reference_endpoint: Any) -> None:
     node = enrol_node("hz-1")
