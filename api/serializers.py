@@ -438,6 +438,12 @@ class HistoryPointSerializer(serializers.Serializer[Any]):
     run = serializers.IntegerField()
     peer = serializers.CharField(allow_null=True)
     ranked = serializers.BooleanField()
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True,
+                                     help_text="the 95% confidence interval of the median its "
+                                     "repetitions reached (none for one repetition)")
+    precision = serializers.FloatField(allow_null=True, help_text="the +/- share of the median "
+                                       "its profile states (0.02: +/- 2%)")
+    noisy = serializers.BooleanField(help_text="the interval is wider than the precision")
     # "label" would shadow Field.label: the unranked mark is "note".
     note = serializers.CharField(allow_blank=True, help_text='"unranked: custom parameters"')
     evidence = serializers.CharField()

@@ -362,6 +362,10 @@ def history(node: Node, metric_name: str, after: tuple[Any, int] | None = None,
     return [{"sample": s.pk, "measured_at": s.run.finished_at, "value": s.value, "unit": s.unit, "p5": s.p5,
              "p95": s.p95, "n": s.n, "profile": s.run.job.profile, "run": s.run_id,
              "peer": s.metadata.get("peer"), "ranked": s.run.ranked,
+             # The 95% interval of the median its repetitions reached, against the precision
+             # its profile states (contract/precision.py).
+             "interval": s.metadata.get("interval"), "precision": s.metadata.get("precision"),
+             "noisy": bool(s.metadata.get("noisy")),
              "note": "" if s.run.ranked else UNRANKED_LABEL, "evidence": s.evidence,
              "evidence_source": s.evidence_source, "requested_by": s.run.requested_by}
             for s in samples[:min(limit, HISTORY_MAX_PAGE)]]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from contract import metrics
-
-T = TypeVar("T")
+from contract import precision as contract_precision
 
 
 @dataclass(frozen=True)
@@ -50,25 +49,28 @@ def per_second(amount: float, seconds: float) -> float:
     return amount / max(seconds, 1e-9)
 
 
-# Phoronix Test Suite's rule: above 3.5% CV, run more (up to twice as many) and flag it.
-NOISY_CV = 0.035
-
-
 def coefficient_of_variation(values: Sequence[float]) -> float:
     mean = statistics.fmean(values)
     return statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
 
 
 def summarise(metric: str, values: Sequence[float], metadata: dict[str, Any] | None = None,
-              unit: str | None = None) -> Sample:
-    """One sample from repeated measurements of ``metric``: median, p5/p95, min/max, CV."""
+              unit: str | None = None,
+              precision: float = contract_precision.DEFAULT_PRECISION) -> Sample:
+    """One sample from repeated measurements of ``metric``: median, p5/p95, min/max, CV,
+    and (of two or more) the 95% interval of the median it reached against the +/-
+    ``precision`` asked for: "noisy" when wider (contract/precision.py)."""
     if not values:
         raise ValueError(f"no measurements for {metric}")
     ordered = sorted(values)
     cv = coefficient_of_variation(ordered)
     meta = dict(metadata or {})
-    if cv > NOISY_CV and len(ordered) > 1:
-        meta["noisy"] = True
+    reached = contract_precision.interval(ordered)
+    if reached is not None:
+        meta["interval"] = [float(f"{end:.6g}") for end in reached]
+        meta["precision"] = precision
+        if not contract_precision.within(ordered, precision):
+            meta["noisy"] = True
     return Sample(
         metric=metric,
         value=statistics.median(ordered),
@@ -89,12 +91,14 @@ def single(metric: str, value: float, n: int, metadata: dict[str, Any] | None = 
                   metadata=dict(metadata or {}))
 
 
-def repeat_until_stable(measure: Callable[[], T], key: Callable[[T], float],
-                        repetitions: int) -> list[T]:
-    """Run ``measure`` ``repetitions`` times, and up to twice as often while the CV of
-    ``key`` over the results stays above NOISY_CV."""
-    results = [measure() for _ in range(repetitions)]
-    while (len(results) < 2 * repetitions and len(results) > 1
-           and coefficient_of_variation([key(r) for r in results]) > NOISY_CV):
-        results.append(measure())
-    return results
+def at_precision(sample: Sample, precision: float) -> Sample:
+    """The sample judged against the +/- ``precision`` its run's profile states (a share of
+    the median): every probe's figures alike, whichever precision its probe summarised at."""
+    reached = sample.metadata.get("interval")
+    if not reached:
+        return sample
+    meta = {k: v for k, v in sample.metadata.items() if k != "noisy"}
+    meta["precision"] = precision
+    if (reached[1] - reached[0]) / 2 > precision * abs(sample.value) * (1 + 1e-5):
+        meta["noisy"] = True  # (1 + 1e-5): the interval is kept to 6 digits
+    return replace(sample, metadata=meta)

@@ -36,7 +36,14 @@ PARAMS: dict[str, Param] = {
     "iperf3_duration": Param(10, 1, 120, help="seconds per iperf3 test (iperf3 -t)"),
     "iperf3_omit": Param(1, 0, 10, help="seconds of TCP slow start not counted (iperf3 -O)"),
     "iperf3_parallel": Param(4, 1, 128, help="streams of the parallel iperf3 test (iperf3 -P)"),
-    "repetitions": Param(5, 1, 20, help="times each measurement repeats (more while CV > 3.5%)"),
+    "repetitions": Param(5, 1, 20, help="times each measurement repeats at least"),
+    "max_repetitions": Param(0, 0, 40, help="times a measurement repeats at most while the "
+                             "95 percent interval of its median is wider than the precision "
+                             "(0: twice repetitions; never fewer than repetitions)"),
+    "precision": Param(2, 0.5, 50, integer=False,
+                       help="+/- percent of the median its 95 percent interval must reach; a "
+                       "figure that does not in max_repetitions says noisy "
+                       "(contract/precision.py)"),
     "training_ranks": Param(2, 1, 64, help="DDP processes per host (capped at its GPU count)"),
     "model_mib": Param(16, 1, 4096, help="MiB of fp32 parameters in the DDP model (the "
                        "transformer and convnet take the largest GPT-2 or ResNet-50 shape "
@@ -74,14 +81,17 @@ PARAMS: dict[str, Param] = {
 PROFILES: dict[str, dict[str, float]] = {
     "default": {},
     # The full suite in under 3 minutes per node on a 2-core machine.
-    "quick": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 3, "ping_count": 10,
+    # A quick look states a looser precision: +/- 5% is three steady repetitions' reach.
+    "quick": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 3, "precision": 5,
+              "ping_count": 10,
               "fio_runtime": 2, "fio_size_mib": 64, "checkpoint_mib": 128,
               "smallfile_count": 2000, "model_mib": 8, "train_steps": 10,
               "allreduce_max_mib": 32, "dataloader_samples": 512, "matmul_n": 1024,
               "memcpy_mib": 128, "training_timeout": 300},
     # The platform's scheduled re-tests (the "retest" suite): about a minute on a node, a few
     # times a day, so that a figure's stability across the day can be judged.
-    "retest": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 2, "ping_count": 10,
+    "retest": {"iperf3_duration": 2, "iperf3_omit": 0, "repetitions": 2, "precision": 5,
+               "ping_count": 10,
                "fio_runtime": 2, "fio_size_mib": 64, "checkpoint_mib": 16,
                "smallfile_count": 200},
 }

@@ -89,7 +89,8 @@ SPEC: dict[str, Any] = {"name": "acc", "geography": GEOGRAPHY, "hosts": [
 ]}
 NETWORK = {"iperf3_duration": 5, "iperf3_omit": 1, "repetitions": 3, "ping_count": 20}
 # A link's figures come after each node's reference tests: one short repetition of those.
-LINK_NETWORK = {"iperf3_duration": 2, "iperf3_omit": 1, "repetitions": 1, "ping_count": 20}
+LINK_NETWORK = {"iperf3_duration": 2, "iperf3_omit": 1, "repetitions": 1, "max_repetitions": 1,
+                "ping_count": 20}
 TRAINING = {"training_ranks": 1, "model_mib": 8, "train_steps": 10, "training_batch": 8,
             "allreduce_max_mib": 64, "dataloader_samples": 128, "repetitions": 3}
 

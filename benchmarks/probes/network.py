@@ -10,7 +10,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,9 @@ from benchmarks.parsers.tracepath import TracepathResult, parse_tracepath
 from benchmarks.probes.base import Peer, Probe, ProbeError
 from contract import metrics
 from contract.iperf3_server import ServerReport, json_objects, server_report
+from contract.precision import repeat_to_precision
 from contract.run_spec import MESH_PREFIX
-from contract.sample import Sample, repeat_until_stable, summarise
+from contract.sample import Sample, summarise
 from contract.schedule import link_rounds
 from contract.site_probe import ECHO, gate_port
 from contract.suites import turn_seconds
@@ -108,7 +109,7 @@ class NetworkProbe(Probe):
                     finally:
                         self.ctx.references.give_back(peer.name)
 
-                runs[kind] = repeat_until_stable(measure, lambda r: r.receiver_bps, reps)
+                runs[kind] = self.repeated(measure)
             waits = {"reference_wait_s": round(waited, 1)}
             samples += iperf3_samples(runs["forward"], runs["reverse"],
                                       meta | self.iperf3_params(runs["forward"][0]) | waits)
@@ -122,7 +123,7 @@ class NetworkProbe(Probe):
             next_step()
             for client, server in pairs:
                 if client == self.ctx.node_rank:
-                    samples += self.internode(self.ctx.mesh[server].as_peer(), reps)
+                    samples += self.internode(self.ctx.mesh[server].as_peer())
             self.ctx.barrier(f"network-round-{i}")
         if served is not None:  # every peer's tests towards this node are over
             senders = {self.ctx.mesh[client].host for pairs in rounds
@@ -130,15 +131,22 @@ class NetworkProbe(Probe):
             samples += served_samples(await_served(served, served_from, senders))
         return samples
 
-    def internode(self, peer: Peer, reps: int) -> list[Sample]:
+    def internode(self, peer: Peer) -> list[Sample]:
         """This node's side of one link: RTT to the peer and throughput towards it."""
         meta: dict[str, Any] = {"peer": peer.name, "peer_host": peer.host}
-        runs = repeat_until_stable(lambda: self.iperf3(peer, reverse=False), lambda r: r.receiver_bps,
-                                   reps)
+        runs = self.repeated(lambda: self.iperf3(peer, reverse=False))
         samples = [summarise("network.internode_throughput",
                              [r.receiver_bps / GBIT for r in runs],
                              meta | self.iperf3_params(runs[0]) | cookies(runs) | losses(runs))]
         return samples + [self.internode_rtt(peer, meta)]
+
+    def repeated(self, measure: Callable[[], Iperf3Result]) -> list[Iperf3Result]:
+        """An iperf3 test repeated until its throughput's median is within the stated
+        precision, or its maximum of repetitions (contract/precision.py)."""
+        least = int(self.param("repetitions"))
+        most = int(self.param("max_repetitions")) or 2 * least
+        return repeat_to_precision(measure, lambda r: r.receiver_bps, least, max(least, most),
+                                   float(self.param("precision")) / 100)
 
     def internode_rtt(self, peer: Peer, meta: dict[str, Any]) -> Sample:
         """The link's round trip as training's traffic takes it: TCP, echoed by the peer's

@@ -63,7 +63,22 @@ def sample_errors(sample: dict[str, Any]) -> dict[str, str]:
     elif isinstance(curve := metadata.get("curve"), list) and len(curve) > MAX_CURVE_POINTS:
         errors["metadata"] = (f"a curve of {len(curve)} points; the probe measures at most "
                               f"{MAX_CURVE_POINTS}")
+    elif "interval" in metadata and (why := interval_error(metadata, sample.get("value"))):
+        errors["metadata.interval"] = why
     return errors
+
+
+def interval_error(metadata: dict[str, Any], value: Any) -> str:
+    """What is wrong with a figure's stated 95% interval of its median (contract/precision.py):
+    shown beside the figure, so it must at least be two numbers around it."""
+    reached = metadata["interval"]
+    if (not isinstance(reached, list) or len(reached) != 2
+            or not all(isinstance(e, (int, float)) and not isinstance(e, bool)
+                       and math.isfinite(e) for e in reached)):
+        return "must be [low, high], two finite numbers"
+    if isinstance(value, (int, float)) and not reached[0] <= value <= reached[1]:
+        return f"[{reached[0]:g}, {reached[1]:g}] does not hold the figure's median {value:g}"
+    return ""
 
 
 def clean_sample(sample: dict[str, Any]) -> dict[str, Any]:

@@ -109,6 +109,19 @@ def test_history_lists_every_measurement_oldest_first(nodes: Any, buyer: Any) ->
     node_id = nodes["hz-1"].node.pk
     points = buyer.client().get(f"/api/v1/nodes/{node_id}/history?metric=network.tcp_throughput").json()
     assert [p["value"] for p in points["results"]] == [5.0, 1.0]
+    assert [(p["interval"], p["noisy"]) for p in points["results"]] == [(None, False)] * 2
+
+
+def test_history_shows_the_interval_each_figure_reached(buyer: Any, enrol_node: Any) -> None:
+    node = enrol_node("hz-1")
+    measured(buyer, node, 9.4, metadata={"network.tcp_throughput": {
+        "interval": [9.3, 9.5], "precision": 0.02}})
+    measured(buyer, node, 9.0, metadata={"network.tcp_throughput": {
+        "interval": [8.1, 9.9], "precision": 0.02, "noisy": True}})
+    points = buyer.client().get(
+        f"/api/v1/nodes/{node.node.pk}/history?metric=network.tcp_throughput").json()["results"]
+    assert [(p["interval"], p["precision"], p["noisy"]) for p in points] == [
+        ([9.3, 9.5], 0.02, False), ([8.1, 9.9], 0.02, True)]
 
 
 def test_price_performance_uses_the_providers_price(nodes: Any, buyer: Any,

@@ -52,7 +52,7 @@ def test_the_stored_throughput_and_tcp_rtt_match_the_shaped_link(lab: LabStack, 
     node = lab.nodes["n1"]
     job, _ = submission.submit(buyer.user, [node.node_id], "network",
                                {"iperf3_duration": 3, "iperf3_omit": 1, "repetitions": 2,
-                                "ping_count": 10})
+                                "max_repetitions": 2, "ping_count": 10})
     wait_for(lambda: Run.objects.get(job=job).status not in ("queued", "running"), 120,
              "the lab run", interval=0.5)
     run = Run.objects.get(job=job)

@@ -15,8 +15,9 @@ from benchmarks.parsers import ParseError
 from benchmarks.probes import PROBES, ProbeContext, ProbeError
 from benchmarks.probes.base import Cancelled, MeshNode, Peer, ReferenceSlots, no_barrier
 from benchmarks.runner import CommandNotFound, CommandTimeout, ProbeTimeLimit
+from contract.precision import DEFAULT_PRECISION
 from contract.run_spec import RunSpec
-from contract.sample import Sample
+from contract.sample import Sample, at_precision
 from workers.host import inventory
 from workers.host.api_client import ApiError, NodeApi
 
@@ -197,7 +198,9 @@ def run_probes(spec: RunSpec, report: Any,
                 probe.cleanup()
         # What else the host's CPUs did meanwhile, kept with each figure of the probe.
         during = conditions.during(before)
-        samples += [with_conditions(s, during) for s in found]
+        # Each figure judged against the precision the run's profile states.
+        precision = float(spec["params"].get("precision", DEFAULT_PRECISION * 100)) / 100
+        samples += [at_precision(with_conditions(s, during), precision) for s in found]
     return samples
 
 
