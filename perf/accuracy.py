@@ -105,12 +105,26 @@ class Case:
 
     words: tuple[str, str] = ("set", "stored")
     detail: dict[str, Any] | None = None  # what a prediction stood on (results file only)
+    # The job's seconds from request to answer, and the 95% interval of the stored figure's
+    # median its repetitions reached (contract/precision.py): answers at a stated precision
+    # in the least time (#35).
+    seconds: float | None = None
+    interval: list[float] | None = None
 
     def line(self) -> str:
         ratio = self.stored / self.set_value if self.set_value else float("nan")
         said, found = self.words
+        took = f", {self.seconds:.0f} s" if self.seconds is not None else ""
+        if self.interval and self.stored:
+            took += f", interval +/-{(self.interval[1] - self.interval[0]) / 2 / self.stored:.1%}"
         return (f"{self.name}: {said} {self.set_value:.4g} {self.unit}, {found} {self.stored:.4g} "
-                f"{self.unit}, ratio {ratio:.3f} {'ok' if self.ok else 'MISS'}")
+                f"{self.unit}, ratio {ratio:.3f}{took} {'ok' if self.ok else 'MISS'}")
+
+
+def reached(sample: dict[str, Any]) -> list[float] | None:
+    """The interval of its median a stored figure reached (none for one repetition)."""
+    found = sample.get("metadata", {}).get("interval")
+    return list(found) if found else None
 
 
 class RunFailed(SystemExit):
@@ -122,6 +136,7 @@ class Api:
     def __init__(self, base: str, token: str) -> None:
         self.base = base
         self.headers = {"Authorization": f"Token {token}"}
+        self.seconds = 0.0  # the last job's, from request to answer
 
     def run_job(self, nodes: list[int], suite: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         runs: list[dict[str, Any]] = self.job(nodes, suite, params)["runs"]
@@ -129,6 +144,7 @@ class Api:
 
     def job(self, nodes: list[int], suite: str, params: dict[str, Any]) -> dict[str, Any]:
         """The finished job's answer (its runs, and a multi-node job's links)."""
+        started = time.monotonic()
         response = requests.post(f"{self.base}/api/v1/benchmarks", headers=self.headers,
                                  json={"nodes": nodes, "suite": suite, "params": params}, timeout=10)
         response.raise_for_status()
@@ -138,6 +154,7 @@ class Api:
             if job["status"] not in ("queued", "running"):
                 break
             time.sleep(1)
+        self.seconds = time.monotonic() - started
         for run in job["runs"]:
             if run["status"] != "succeeded":
                 raise RunFailed(f"{suite} run on {run['node']['name']} {run['status']}: {run['error']}")
@@ -167,16 +184,19 @@ def network_cases(api: Api, nodes: dict[str, int], lab: LabStack) -> list[Case]:
         # One node at a time: the cases must not share the bridge or the two cores.
         (run,) = api.run_job([nodes[str(host["name"])]], "network", NETWORK)
         rate = float(host["rate_mbit"]) / 1000
-        gbps = value(run, "network.tcp_throughput")["value"]
+        throughput = value(run, "network.tcp_throughput")
+        gbps = throughput["value"]
         cases.append(Case(f"throughput {host['name']}", rate, gbps, "Gbit/s",
-                          0.95 * rate <= gbps <= 1.02 * rate))
+                          0.95 * rate <= gbps <= 1.02 * rate, seconds=api.seconds,
+                          interval=reached(throughput)))
         if host.get("delay_ms"):
             # The shaped path's RTT is the path's own round trip plus the added delay.
             delay = float(host["delay_ms"])
             expected = lab.base_rtt(str(host["name"]), "ref") + delay
-            rtt = value(run, "network.tcp_rtt")["value"]
-            cases.append(Case(f"tcp rtt {host['name']}", expected, rtt, "ms",
-                              rtt_ok(expected, delay, rtt)))
+            rtt = value(run, "network.tcp_rtt")
+            cases.append(Case(f"tcp rtt {host['name']}", expected, rtt["value"], "ms",
+                              rtt_ok(expected, delay, rtt["value"]), seconds=api.seconds,
+                              interval=reached(rtt)))
     return cases
 
 
@@ -185,8 +205,10 @@ def training_cases(api: Api, nodes: dict[str, int]) -> list[Case]:
     cases = []
     for ranks in (2, 4):
         runs = api.run_job([nodes[f"d{i}"] for i in range(1, ranks + 1)], "training", TRAINING)
-        busbw = value(runs[0], "training.allreduce_busbw_largest")["value"]
-        cases.append(Case(f"busbw {ranks} ranks", rate_gbs, busbw, "GB/s", busbw >= 0.9 * rate_gbs))
+        largest = value(runs[0], "training.allreduce_busbw_largest")
+        busbw = largest["value"]
+        cases.append(Case(f"busbw {ranks} ranks", rate_gbs, busbw, "GB/s", busbw >= 0.9 * rate_gbs,
+                          seconds=api.seconds, interval=reached(largest)))
         if ranks == 2:
             step = value(runs[0], "training.step_time")
             compute = value(runs[0], "training.compute_time")["value"]
@@ -194,7 +216,8 @@ def training_cases(api: Api, nodes: dict[str, int]) -> list[Case]:
             wire = 2 * (ranks - 1) / ranks * model_bytes / (rate_gbs * 1e9) * 1000  # ms
             predicted = compute + wire
             cases.append(Case("ddp step time 2 ranks (vs compute + bytes/rate)", predicted,
-                              step["value"], "ms", abs(step["value"] / predicted - 1) <= 0.15))
+                              step["value"], "ms", abs(step["value"] / predicted - 1) <= 0.15,
+                              seconds=api.seconds, interval=reached(step)))
     return cases
 
 
@@ -343,12 +366,14 @@ def estimate_cases(api: Api, nodes: dict[str, int], lab: netlab.NetLab) -> list[
                            ESTIMATE_TRAINING | {"model_mib": model_mib})
         found = predicted_step(runs[0], ranks)
         predicted = found.step_s * 1000
-        measured = value(runs[0], "training.step_time")["value"]
+        step = value(runs[0], "training.step_time")
+        measured = step["value"]
         case = Case(f"estimate {rate} Mbit/s, {ranks} ranks, {model_mib} MiB model", predicted,
                     measured, "ms", abs(measured / predicted - 1) <= ESTIMATE_WITHIN,
                     ("predicted", "measured"),
                     {"parts_ms": {k: v * 1000 for k, v in found.parts.items()},
-                     "sync_total_ms": found.sync_total_s * 1000})
+                     "sync_total_ms": found.sync_total_s * 1000},
+                    seconds=api.seconds, interval=reached(step))
         say(case.line())
         cases.append(case)
     for host in (f"d{i}" for i in range(1, 5)):

@@ -53,3 +53,16 @@ def test_the_score_counts_parts_cases_and_alarms() -> None:
     assert not met and "seed 36" in lines[0] and lines[-1].endswith("MISSED")
     assert [o.line().rsplit(" ", 1)[1] for o in outcomes] == [
         "ok", "EXTRA", "MISS", "ok", "ALARM"]
+
+
+def test_an_accuracy_case_shows_its_time_and_the_interval_its_figure_reached() -> None:
+    from perf.accuracy import Case, reached
+
+    sample = {"value": 0.5, "metadata": {"interval": [0.49, 0.51], "precision": 0.02}}
+    case = Case("throughput t500", 0.5, 0.5, "Gbit/s", True, seconds=41.6,
+                interval=reached(sample))
+    assert case.line() == ("throughput t500: set 0.5 Gbit/s, stored 0.5 Gbit/s, ratio 1.000, "
+                           "42 s, interval +/-2.0% ok")
+    # One repetition has no interval; a case without a job's time says neither.
+    assert reached({"value": 0.5, "metadata": {}}) is None
+    assert Case("x", 1.0, 1.1, "ms", False).line() == "x: set 1 ms, stored 1.1 ms, ratio 1.100 MISS"
