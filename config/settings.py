@@ -336,6 +336,9 @@ LEADERBOARD_WINDOW_DAYS = envint("LEADERBOARD_WINDOW_DAYS", 30)
 # seconds: what time alone changes (a node going offline, a figure going stale) shows within
 # it. 0: every request computes its page.
 BOARD_PAGE_SECONDS = envint("BOARD_PAGE_SECONDS", 15)
+# Nodes per page of the HTML board, as the API's page: 200 rows spent two fifths of a
+# 10,000-node board's 234 ms rendering them (#35); the rest are a "next" link away.
+BOARD_HTML_ROWS = envint("BOARD_HTML_ROWS", 100)
 # Weights of the training readiness score's parts (board/score.py), e.g.
 # SCORE_WEIGHTS="bandwidth=3,latency=2,gpu_utilisation=0".
 SCORE_WEIGHTS = {

@@ -163,16 +163,49 @@ def within(e: clusters.ClusterEntry, filters: Filters) -> bool:
 
 
 
+class BadPage(BadFilter):
+    default_field = "page"
+
+
+MAX_PAGE = 10_000
+
+
+def page_number(query: Mapping[str, str]) -> int:
+    """Which page of the board (1 when none is asked for)."""
+    raw = str(query.get("page", "") or "1").strip()
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        raise BadPage(_("page is a whole number from 1 to %(most)s") % {"most": MAX_PAGE})
+    return int(raw)
+
+
+def pager(request: HttpRequest, page: int, more: bool) -> dict[str, str]:
+    """The links to the pages beside this one, with the reader's other choices kept."""
+    def to(number: int) -> str:
+        query = request.GET.copy()
+        query["page"] = str(number)
+        return f"?{query.urlencode()}"
+
+    return {"prev_url": to(page - 1) if page > 1 else "", "next_url": to(page + 1) if more else ""}
+
+
 def leaderboard_page(request: HttpRequest) -> HttpResponse:
     problem = ""
     # "From my site" (?site=ID, the reader's own; anyone else's is a 404): its figures
     # beside each row, the rows in the order of one of them when sorted so (the ranks stay).
     site, sort = my_site.chosen(request), my_site.sort_of(request.GET)
+    page, more = 1, False
     try:
         filters = Filters.from_query(request.GET)
+        page = page_number(request.GET)
         rows, profile = ranked(filters)
-        board = entries(list(rows[:200]), profile, evidence=filters.evidence)
-        apart = entries(host_reported(filters, profile), profile, 0, filters.evidence)
+        per_page = settings.BOARD_HTML_ROWS
+        first = (page - 1) * per_page
+        page_rows = list(rows[first:first + per_page + 1])
+        more = len(page_rows) > per_page
+        board = entries(page_rows[:per_page], profile, first + 1, evidence=filters.evidence)
+        # The host's claims once, on the first page (as the API's board lists them).
+        apart = entries(host_reported(filters, profile), profile, 0,
+                        filters.evidence) if page == 1 else []
         grouped = groupings(filters, ("region", "kind"))[0]
         region_groups, kind_groups = grouped["region"], grouped["kind"]
         cluster_sections = clusters_within(
@@ -223,6 +256,7 @@ def leaderboard_page(request: HttpRequest) -> HttpResponse:
         "site": site, "site_sort": sort if site else "", "my_sites": my_site.choices(request),
         "site_sorts": my_site.sort_links(request.GET),
         "site_url": reverse("site-page", args=[site.pk]) if site else "",
+        "page": page, **pager(request, page, more),
     }, status=400 if problem else 200)
 
 
