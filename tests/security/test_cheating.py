@@ -98,6 +98,15 @@ def test_a_metric_twice_for_one_peer_is_refused(buyer: Any, enrol_node: Any) -> 
     assert "storage.checkpoint_write is given twice" in response.json()["detail"]
 
 
+def verified_run(buyer: Any, enrolled: Any) -> None:
+    """A buyer's quick network run whose figures the reference's own record matches."""
+    job, _ = submission.submit(buyer.user, [enrolled.node.pk], "network", profile="quick")
+    run = job.runs.get()
+    claim = lifecycle.claim(enrolled.node, run.pk)
+    lifecycle.finish(enrolled.node, run.pk, claim.attempt.id, True,
+                     reference_samples(claim.spec()), "", {})
+
+
 def test_typed_network_figures_do_not_rank(buyer: Any, provider_owner: Any, enrol_node: Any,
                                            reference_endpoint: Any) -> None:
     cheat, honest = enrol_node("hz-cheat"), enrol_node("hz-honest")
@@ -105,11 +114,7 @@ def test_typed_network_figures_do_not_rank(buyer: Any, provider_owner: Any, enro
     typed = [s | {"metadata": {"peer": "reference:hangzhou:ref1"}} for s in
              (sample("network.tcp_throughput", 9.5, "Gbit/s"), sample("network.tcp_rtt", 0.05, "ms"))]
     assert claim_and_post(cheat, job, typed).status_code == 200  # stored, as host-reported
-    job, _ = submission.submit(buyer.user, [honest.node.pk], "network", profile="quick")
-    run = job.runs.get()
-    claim = lifecycle.claim(honest.node, run.pk)
-    lifecycle.finish(honest.node, run.pk, claim.attempt.id, True,
-                     reference_samples(claim.spec()), "", {})
+    verified_run(buyer, honest)
     page = board(buyer.client(), "metric=network.tcp_throughput")
     assert page["evidence"] == "measured"
     assert names(page["results"]) == ["hz-honest"]
@@ -141,11 +146,7 @@ def test_typed_figures_listed_apart_keep_the_board_s_filters(
                                               | {"metadata": {"peer": "reference:hangzhou:ref1"}}]
                               ).status_code == 200
     honest = enrol_node("hz-honest")
-    job, _ = submission.submit(buyer.user, [honest.node.pk], "network", profile="quick")
-    run = job.runs.get()
-    claim = lifecycle.claim(honest.node, run.pk)
-    lifecycle.finish(honest.node, run.pk, claim.attempt.id, True,
-                     reference_samples(claim.spec()), "", {})
+    verified_run(buyer, honest)
     page = board(buyer.client(), "metric=network.tcp_throughput")
     assert names(page["results"]) == ["hz-honest"]
     assert sorted(names(page["host_reported"])) == ["hz-cheat", "sz-cheat"]
