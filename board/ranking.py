@@ -25,7 +25,7 @@ from config.errors import Invalid
 from contract import metrics
 from contract.sample import percentile
 from contract.suites import UNRANKED_LABEL
-from fleet.models import Node
+from fleet.models import Node, Provider, Region
 from fleet.services import identity
 from jobs.models import Sample
 from jobs.services import visibility
@@ -310,13 +310,17 @@ def groupings(filters: Filters, bys: tuple[str, ...]) -> tuple[dict[str, list[Gr
     # their node, provider and region took 1.9 s a call, twice a board page, #35). Each row
     # goes to its provider and place once; the groups are made of those few (a row's way
     # through every grouping was a fifth of a 10,000-node board page, #35).
-    places: dict[tuple[Any, ...], list[tuple[float, str]]] = defaultdict(list)
-    for value, name, *place in filtered(filters, profile).values_list(
-            "value", "node__name", "node__provider_id", "node__provider__name",
-            "node__provider__kind", "node__region__province", "node__region__code",
-            "node__region__city"):
-        places[tuple(place)].append((value, name))
-    for (provider_id, provider, kind, province, code, city), figures in places.items():
+    places: dict[tuple[int, int], list[tuple[float, str]]] = defaultdict(list)
+    for value, name, provider_id, region_id in filtered(filters, profile).values_list(
+            "value", "node__name", "node__provider_id", "node__region_id"):
+        places[(provider_id, region_id)].append((value, name))
+    # The few providers and regions by id, not their names in every node's row.
+    providers = {pk: (name, kind) for pk, name, kind in Provider.objects.filter(
+        pk__in={p for p, _ in places}).values_list("pk", "name", "kind")}
+    regions = {pk: (province, code, city) for pk, province, code, city in Region.objects.filter(
+        pk__in={r for _, r in places}).values_list("pk", "province", "code", "city")}
+    for (provider_id, region_id), figures in places.items():
+        (provider, kind), (province, code, city) = providers[provider_id], regions[region_id]
         for by, bucket in buckets.items():
             if by == "provider":
                 bucket[("provider", str(provider_id), provider, kind)] += figures
