@@ -320,6 +320,8 @@ def groupings(filters: Filters, bys: tuple[str, ...]) -> tuple[dict[str, list[Gr
     regions = {pk: (province, code, city) for pk, province, code, city in Region.objects.filter(
         pk__in={r for _, r in places}).values_list("pk", "province", "code", "city")}
     for (provider_id, region_id), figures in places.items():
+        if provider_id not in providers or region_id not in regions:
+            continue  # its node and then its provider went between the two reads
         (provider, kind), (province, code, city) = providers[provider_id], regions[region_id]
         for by, bucket in buckets.items():
             if by == "provider":

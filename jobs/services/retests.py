@@ -106,7 +106,11 @@ def run_due(now: datetime, out: Tick | None = None) -> Tick:
         status=Retest.Status.SKIPPED, reason="the platform's scheduler was not running",
         settled_at=now)
     def start(retest_id: int) -> None:
-        retest = (Retest.objects.select_for_update(skip_locked=True)
+        # The re-test's row only: FOR UPDATE over the join locked the node's row too, and
+        # skipped the re-test whenever anything held that row (a heartbeat's update), so it
+        # stayed planned until the stale rule skipped it (the demo lost a round so, and its
+        # stability verdicts with it).
+        retest = (Retest.objects.select_for_update(skip_locked=True, of=("self",))
                   .select_related("node").filter(pk=retest_id, status=Retest.Status.PLANNED)
                   .first())
         if retest is not None:

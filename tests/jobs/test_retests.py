@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from fleet.models import Node, ReferenceEndpoint, RetestPause
@@ -287,3 +287,33 @@ def test_a_round_run_now_is_not_skipped_by_the_scheduler_s_own_tick(
     answer = json.loads(out.getvalue().strip().splitlines()[-1])
     assert {v["status"] for v in answer.values()} == {"submitted"}, answer
     assert Retest.objects.filter(status=Retest.Status.SKIPPED).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_due_re_test_starts_while_its_node_s_row_is_being_updated(online: Any) -> None:
+    # A heartbeat updates the node's row now and then. The re-test's own lock took the
+    # node's row with it (FOR UPDATE over the join, SKIP LOCKED), so a re-test due at that
+    # moment was skipped over, stayed planned, and the stale rule dropped it later.
+    steady = online("steady")
+    locked, release = threading.Event(), threading.Event()
+
+    def heartbeat() -> None:
+        try:
+            with transaction.atomic():
+                Node.objects.filter(pk=steady.node.pk).update(last_seen_at=timezone.now())
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    beside = threading.Thread(target=heartbeat)
+    beside.start()
+    try:
+        assert locked.wait(10)
+        retest = Retest.objects.create(node=steady.node, due_at=timezone.now())
+        out = retests.run_due(timezone.now())
+    finally:
+        release.set()
+        beside.join()
+    retest.refresh_from_db()
+    assert (retest.status, out.submitted) == (Retest.Status.SUBMITTED, 1)
