@@ -45,3 +45,18 @@ def test_a_peer_without_a_test_server_is_pinged_and_the_figure_says_so() -> None
     sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", closed), META)
     assert sample.metric == "network.internode_rtt" and sample.n == 5
     assert sample.metadata["tool"] == "ping" and 0 < sample.value < 5.0
+
+
+def test_a_test_server_that_answers_late_still_times_the_link_over_tcp(tmp_path: Path) -> None:
+    # Its first connection refused (the server not up yet, or a saturated host): asked again
+    # a second later, not pinged at once, so the figure stays TCP's.
+    iperf3_port = procs.node_ports()
+    gate = ProbeGate(NodeApi(f"http://127.0.0.1:{procs.free_port()}", "nk_0.none"),
+                     "127.0.0.1", gate_port(iperf3_port), iperf3_port, tmp_path / "gate")
+    later = threading.Timer(0.3, lambda: threading.Thread(
+        target=asyncio.run, args=(gate.serve(),), daemon=True).start())
+    assert not procs.port_open("127.0.0.1", gate_port(iperf3_port))
+    later.start()
+    sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", iperf3_port), META)
+    later.join()
+    assert sample.metadata["tool"] == "tcp echo" and sample.n == 5
