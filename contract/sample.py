@@ -54,6 +54,13 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
     return statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
 
 
+def outward(end: float, wider: Any) -> float:
+    """An interval's end kept to 6 digits, never rounded inward: repetitions that agree
+    exactly (a throttled disk's IOPS) have an interval of one point, which the nearest
+    6 digits can put beside the median; the intake refuses an interval without it."""
+    return float(wider(end, float(f"{end:.6g}")))
+
+
 def summarise(metric: str, values: Sequence[float], metadata: dict[str, Any] | None = None,
               unit: str | None = None,
               precision: float = contract_precision.DEFAULT_PRECISION) -> Sample:
@@ -67,7 +74,7 @@ def summarise(metric: str, values: Sequence[float], metadata: dict[str, Any] | N
     meta = dict(metadata or {})
     reached = contract_precision.interval(ordered)
     if reached is not None:
-        meta["interval"] = [float(f"{end:.6g}") for end in reached]
+        meta["interval"] = [outward(reached[0], min), outward(reached[1], max)]
         meta["precision"] = precision
         if not contract_precision.within(ordered, precision):
             meta["noisy"] = True

@@ -10,6 +10,7 @@ import pytest
 from contract import precision
 from contract.precision import repeat_to_precision
 from contract.sample import at_precision, percentile, summarise
+from jobs.services import intake
 
 
 def test_a_summary_has_the_median_and_the_spread() -> None:
@@ -78,3 +79,16 @@ def test_a_figure_is_judged_against_its_profile_s_stated_precision() -> None:
     assert at_precision(quick, 0.02).metadata["noisy"] is True
     one = summarise("storage.randread_iops", [10.0])
     assert at_precision(one, 0.05) == one  # no interval to judge
+
+
+@pytest.mark.parametrize("value", [1234567.8, 0.123456789, 987654.321, 8.0000049])
+def test_repetitions_that_agree_exactly_have_an_interval_that_holds_their_median(
+        value: float) -> None:
+    # A cgroup-throttled disk gives the same IOPS every time: the interval is one point, and
+    # kept to 6 digits it must still hold the median, or the intake refuses the result (the
+    # disk fault lab's slow node lost its run so).
+    sample = summarise("storage.randread_iops", [value] * 3)
+    low, high = sample.metadata["interval"]
+    assert low <= sample.value <= high
+    assert high - low <= 1e-5 * value and "noisy" not in sample.metadata
+    assert intake.sample_errors(sample.as_dict()) == {}

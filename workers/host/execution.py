@@ -234,6 +234,11 @@ def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
             time.sleep(min(float(retry_after) + 0.2, left))
 
 
+# What the result endpoint answers to figures it will not store (a value out of its range, a
+# metric the run's probes do not measure): the run's fault, not the platform's.
+INVALID_RESULT = frozenset({400, 413, 422})
+
+
 def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60,
                 inventory_of: Callable[[], dict[str, Any]] = inventory.collect) -> str:
     spec = claim(api, run_id, max_claim_wait)
@@ -265,6 +270,13 @@ def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60,
         if exc.status == 409:
             log.warning("result of run %s refused: %s", run_id, exc.message)
             return "refused"
-        raise
+        if exc.status not in INVALID_RESULT or body["status"] != "succeeded":
+            raise
+        # The platform says why it will not store these figures; the attempt stays open, so
+        # it ends now as failed with that reason, not after its lease as a lost worker.
+        log.error("result of run %s invalid: %s", run_id, exc.message)
+        body = {"status": "failed", "inventory": body["inventory"],
+                "error": f"the platform refused this run's figures: {exc.message}"[:3900]}
+        api.result(run_id, attempt_id, body)
     log.info("run %s %s", run_id, body["status"])
     return str(body["status"])
