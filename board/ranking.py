@@ -314,6 +314,10 @@ def groupings(filters: Filters, bys: tuple[str, ...]) -> tuple[dict[str, list[Gr
     for value, name, provider_id, region_id in filtered(filters, profile).values_list(
             "value", "node__name", "node__provider_id", "node__region_id"):
         places[(provider_id, region_id)].append((value, name))
+    # Each place's figures sorted once: a group is a few places' runs, which the group's own
+    # sort merges in one pass (three full sorts of 10,000 nodes took 9 ms a page, #35).
+    for figures in places.values():
+        figures.sort()
     # The few providers and regions by id, not their names in every node's row.
     providers = {pk: (name, kind) for pk, name, kind in Provider.objects.filter(
         pk__in={p for p, _ in places}).values_list("pk", "name", "kind")}
