@@ -44,8 +44,8 @@ from web.page import (
     unit_of,
 )
 from web.pages import estimate as estimates
-from web.templatetags.board_extras import evidence_badge
 from web.pages import verdict
+from web.templatetags.board_extras import evidence_badge
 
 RANKING_BARS = 15
 
