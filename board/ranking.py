@@ -189,7 +189,14 @@ def host_reported(filters: Filters, profile: str, limit: int = 200) -> list[Late
         return LatestResult.objects.filter(metric=filters.metric, evidence=evidence,
                                            profile=profile, stand_in=False)
 
-    claims = holders(LatestResult.ANY).exclude(Exists(holders(filters.evidence_class()).filter(
+    ranked_class = filters.evidence_class()
+    candidates = holders(LatestResult.ANY)
+    if ranked_class == LatestResult.MEASURED:
+        # Without a measured figure a node has only its host's word in its "any" row, whose
+        # grade is then the ladder's lowest: only such rows need the anti-join, read from
+        # their partial index (latest_host_reported), not every node's.
+        candidates = candidates.filter(grade=Sample.HOST_REPORTED)
+    claims = candidates.exclude(Exists(holders(ranked_class).filter(
         node_id=OuterRef("node_id")))).values("node_id")
     rows = (filtered(filters, profile, LatestResult.ANY).filter(node_id__in=claims)
             .order_by(*ordering(metric_of(filters.metric))))
