@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -54,10 +54,11 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
     return statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
 
 
-def outward(end: float, wider: Any) -> float:
-    """An interval's end kept to 6 digits, never rounded inward: repetitions that agree
-    exactly (a throttled disk's IOPS) have an interval of one point, which the nearest
-    6 digits can put beside the median; the intake refuses an interval without it."""
+def outward(end: float, wider: Callable[[float, float], float]) -> float:
+    """An interval's end kept to 6 digits, never rounded inward (``wider``: min for the low
+    end, max for the high): repetitions that agree exactly (a throttled disk's latency
+    percentiles, one fio histogram bucket each time) have an interval of one point, which the
+    nearest 6 digits can put beside the median; the intake refuses an interval without it."""
     return float(wider(end, float(f"{end:.6g}")))
 
 

@@ -237,6 +237,8 @@ def claim(api: NodeApi, run_id: int, max_wait: float) -> RunSpec | None:
 # What the result endpoint answers to figures it will not store (a value out of its range, a
 # metric the run's probes do not measure): the run's fault, not the platform's.
 INVALID_RESULT = frozenset({400, 413, 422})
+# A run's error as the worker posts it, within what the platform keeps (4,000 characters).
+MAX_ERROR = 3900
 
 
 def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60,
@@ -262,7 +264,7 @@ def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60,
         except Exception as exc:  # noqa: BLE001 - report any failure rather than lose the run
             log.exception("run %s failed", run_id)
             body = {"status": "failed",
-                    "error": f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"[:3900]}
+                    "error": f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"[:MAX_ERROR]}
     body["inventory"] = inventory_of()
     try:
         api.result(run_id, attempt_id, body)
@@ -276,7 +278,7 @@ def execute_run(api: NodeApi, run_id: int, max_claim_wait: float = 60,
         # it ends now as failed with that reason, not after its lease as a lost worker.
         log.error("result of run %s invalid: %s", run_id, exc.message)
         body = {"status": "failed", "inventory": body["inventory"],
-                "error": f"the platform refused this run's figures: {exc.message}"[:3900]}
+                "error": f"the platform refused this run's figures: {exc.message}"[:MAX_ERROR]}
         api.result(run_id, attempt_id, body)
     log.info("run %s %s", run_id, body["status"])
     return str(body["status"])
