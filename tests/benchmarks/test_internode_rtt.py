@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+import time
 from pathlib import Path
 
 from benchmarks.probes.base import Peer, ProbeContext
 from benchmarks.probes.network import NetworkProbe
+from contract import site_probe as sp
 from contract.site_probe import gate_port
 from contract.suites import PARAMS
 from lab import procs
@@ -45,6 +48,8 @@ def test_a_peer_without_a_test_server_is_pinged_and_the_figure_says_so() -> None
     sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", closed), META)
     assert sample.metric == "network.internode_rtt" and sample.n == 5
     assert sample.metadata["tool"] == "ping" and 0 < sample.value < 5.0
+    # And why it is ping's, kept with the figure.
+    assert "Connection refused" in sample.metadata["echo_error"]
 
 
 def test_a_test_server_that_answers_late_still_times_the_link_over_tcp(tmp_path: Path) -> None:
@@ -60,3 +65,31 @@ def test_a_test_server_that_answers_late_still_times_the_link_over_tcp(tmp_path:
     sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", iperf3_port), META)
     later.join()
     assert sample.metadata["tool"] == "tcp echo" and sample.n == 5
+
+
+def test_a_test_server_busy_for_seconds_is_asked_again_not_pinged(tmp_path: Path) -> None:
+    # Every echo session of the peer's test server held for 4 s (on a saturated host, its
+    # other peers' echoes stalled): it answers BUSY at once, three times within 2 s. The link
+    # is asked again until it answers, and the figure stays TCP's (CI saw the fallback).
+    iperf3_port = procs.node_ports()
+    port = gate_port(iperf3_port)
+    gate = ProbeGate(NodeApi(f"http://127.0.0.1:{procs.free_port()}", "nk_0.none"),
+                     "127.0.0.1", port, iperf3_port, tmp_path / "gate")
+    threading.Thread(target=asyncio.run, args=(gate.serve(),), daemon=True).start()
+    procs.wait_for(lambda: procs.port_open("127.0.0.1", port), 10, "the gate")
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10)
+            for _ in range(int(sp.BOUNDS["echo_sessions"]))]
+    for sock in held:
+        sock.sendall(b"ECHO 5\n")
+        assert sock.makefile("rb").readline() == b"OK\n"
+    def free() -> None:
+        for sock in held:
+            sock.close()
+
+    release = threading.Timer(4.0, free)
+    release.start()
+    started = time.monotonic()
+    sample = probe().internode_rtt(Peer("node:hz-2", "127.0.0.1", iperf3_port), META)
+    release.join()
+    assert sample.metadata["tool"] == "tcp echo" and sample.n == 5
+    assert time.monotonic() - started >= 4.0  # it waited the sessions out
