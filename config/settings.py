@@ -101,6 +101,18 @@ REFERENCE_AGENT_SILENT_S = envfloat("REFERENCE_AGENT_SILENT_S", 30.0)
 # sweeper deletes them after this long: far longer than any run (the full suite at its
 # largest parameters is under 3 hours), and the table stays a few days of tests in size.
 REFERENCE_RECORDS_KEEP_HOURS = envfloat("REFERENCE_RECORDS_KEEP_HOURS", 48.0)
+# The samples table by month (jobs/services/partitions.py). The sweeper makes this month's
+# partition and this many more ahead, so no insert waits on DDL and a stopped sweeper has
+# two months before rows fall into the default partition (where nothing is lost either).
+SAMPLES_PARTITIONS_AHEAD = envint("SAMPLES_PARTITIONS_AHEAD", 2)
+# Raw samples are kept whole this many months after their month ends: a year of stability
+# and history with every curve and condition, and a month more for the year's last re-test.
+# Then each figure is kept for ever (value, spread, count, evidence) with only these keys of
+# its metadata, the ones an old figure's history and job pages read: the link's peer, the
+# interval its repetitions reached and the precision asked, the device it ran on, and the
+# host's own figure beside the platform's (evidence.py's host_value).
+SAMPLES_RAW_KEEP_MONTHS = envint("SAMPLES_RAW_KEEP_MONTHS", 13)
+SAMPLES_ROLLED_UP_KEEPS = ("peer", "interval", "precision", "noisy", "device", "host_value")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

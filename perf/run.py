@@ -9,6 +9,9 @@ beside its target); nothing here is a pass/fail test. Results: perf/results/benc
                           a kept page, and one computed after the record changed; at 10,000
                           nodes < 40 ms, and there the HTML board and the compare page
                           (< 150 ms) and an estimate over the board's candidates (< 100 ms)
+    a year of re-tests    4 a day at 10,000 hosts, 100 million samples in the samples table's
+                          months (perf/year.py): the board, a node's history and stability,
+                          the compare page and an estimate, p95 < 100 ms; disk per million
     resource use          RSS of an idle node worker and a web worker
     probe suite time      the quick full suite on one node, target < 3 minutes
     fleet                 N = 1,000 / 5,000 / 10,000 simulated hosts (perf/fleet.py): web CPU
@@ -27,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -39,6 +43,7 @@ from celery import Celery
 from contract.sample import percentile
 from lab import procs
 from lab.platform_stack import REPO, PlatformStack, gunicorn_argv, say
+from perf import year
 from perf.bare import make_app as make_bare_app
 from perf.fleet_bench import FleetBench, children
 from perf.profile import Profile
@@ -308,6 +313,50 @@ class Bench:
                                p50=f"{pct(times, 50):.1f} ms", nodes=nodes, samples=samples,
                                **({"estimated": estimated} if name.startswith("estimate") else {}))
 
+    def year_of_retests(self, samples: int, nodes: int) -> None:
+        """A year of re-tests at ``nodes`` hosts (perf/year.py), then what a buyer opens timed
+        at that size, each computed after a change of the record (#35: p95 < 100 ms)."""
+        scale = [r[0] for r in self.db.execute(
+            "SELECT id FROM fleet_node WHERE name LIKE 'scale-%%' ORDER BY id")]
+        if len(scale) < nodes:
+            say(f"  {nodes - len(scale):,} more nodes (bulk load)")
+            seed_scale(self.platform.env["DATABASE_URL"], nodes - len(scale), 0, gpu=SCALE_GPU)
+            scale = [r[0] for r in self.db.execute(
+                "SELECT id FROM fleet_node WHERE name LIKE 'scale-%%' ORDER BY id")]
+        owner = self.db.execute("SELECT id FROM auth_user WHERE username='demo-buyer'").fetchone()
+        loaded = year.load(self.platform.env["DATABASE_URL"], scale[:nodes], owner[0] if owner
+                           else 0, samples, datetime.now(UTC),
+                           lambda first: self.platform.manage("partitions", "--since",
+                                                              f"{first:%Y-%m}"), say)
+        at = {"samples": loaded.samples, "runs": loaded.runs, "nodes": nodes}
+        self.report.target("year: samples loaded", loaded.samples, f">= {samples:,}", "samples",
+                           months=loaded.months, seconds=round(loaded.seconds),
+                           runs=loaded.runs)
+        self.report.target("year: disk per million samples", loaded.bytes_per_million / 2**20,
+                           "-", "MiB", total_gib=round(loaded.bytes_samples / 2**30, 2))
+        node = scale[len(scale) // 2]
+        four = ",".join(map(str, scale[:4]))
+        body = {"workload": {"preset": "gpt2-small", "steps": 10_000}, "region": "zhejiang",
+                "gpu_model": SCALE_GPU, "profile": "default"}
+        for name, request, count in (
+                ("board (JSON, computed)", partial(
+                    self.session.get, f"{self.api}/api/v1/leaderboard?metric="
+                    "network.tcp_throughput&profile=default", timeout=60), 60),
+                ("a node's history", partial(
+                    self.session.get, f"{self.api}/api/v1/nodes/{node}/history?metric="
+                    "network.tcp_throughput", timeout=60), 60),
+                ("a node's stability", partial(
+                    self.session.get, f"{self.api}/api/v1/nodes/{node}/stability", timeout=60),
+                 60),
+                ("compare page, 4 nodes", partial(
+                    self.session.get, f"{self.api}/en/compare/?nodes={four}", timeout=60), 60),
+                # The estimate is throttled per buyer (120 a minute): 40 stay under it.
+                ("estimate", partial(self.session.post, f"{self.api}/api/v1/estimates",
+                                     json=body, timeout=60), 40)):
+            times = self.timed(request, count=count)
+            self.report.target(f"year: {name} p95", pct(times, 95), "< 100 ms", "ms",
+                               p50=f"{pct(times, 50):.1f} ms", **at)
+
     def resources(self, worker: procs.Proc, node_id: int, broker_name: str) -> None:
         self.report.target("idle node worker RSS", rss_mb(worker.popen.pid), "< 150 MB", "MB")
         # What a simulated host of the fleet section holds too (perf/fleet.py: three).
@@ -453,7 +502,8 @@ def seed_scale(database_url: str, nodes: int, samples: int, gpu: str = "none") -
         cur.execute("ANALYZE")
 
 
-SECTIONS = ("resources", "dispatch", "e2e", "submission", "suite", "leaderboard", "fleet")
+SECTIONS = ("resources", "dispatch", "e2e", "submission", "suite", "leaderboard", "year",
+            "fleet")
 
 
 def main() -> int:
@@ -468,6 +518,8 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=10_000,
                         help="the board, its pages and the estimate timed again at this many "
                              "nodes (0: not)")
+    parser.add_argument("--year-samples", type=int, default=100_000_000,
+                        help="the year section's samples: 4 re-tests a day at --large hosts")
     parser.add_argument("--fleet", default="1000,5000,10000",
                         help="simulated fleet sizes, comma-separated, in increasing order")
     parser.add_argument("--fleet-window", type=float, default=60,
@@ -521,6 +573,9 @@ def main() -> int:
         if "leaderboard" in only:
             say("leaderboard at scale (bulk load)")
             bench.leaderboard_at_scale(args.nodes, args.samples, args.large)
+        if "year" in only:
+            say(f"a year of re-tests: {args.year_samples:,} samples (bulk load)")
+            bench.year_of_retests(args.year_samples, args.large)
         if "fleet" in only:
             for worker in workers:  # the fleet is the simulated hosts alone from here
                 worker.stop()

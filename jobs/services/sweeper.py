@@ -15,7 +15,7 @@ from config import isolated
 from fleet.models import Node
 from fleet.services import broker, revocation
 from jobs.models import Attempt, BenchmarkJob, Run
-from jobs.services import lifecycle, reference_records
+from jobs.services import lifecycle, partitions, reference_records
 from jobs.services.dispatch import publish_run
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,8 @@ class SweepReport:
     trials_ended: int = 0  # buyers' trial agents revoked at their trial's end
     records_pruned: int = 0  # reference records past REFERENCE_RECORDS_KEEP_HOURS
     settled: int = 0  # jobs whose lost job_finished was sent again
+    months_made: int = 0  # the samples table's month partitions made ahead
+    months_rolled: int = 0  # months of samples rolled up past SAMPLES_RAW_KEEP_MONTHS
     brokers_down: list[str] = field(default_factory=list)
 
 
@@ -66,9 +68,12 @@ def sweep() -> SweepReport:
     report.settled = isolated.step(lambda: settle_lost(now), "sweep: lost job_finished")
     report.records_pruned = isolated.step(lambda: reference_records.prune(now.timestamp()),
                                           "sweep: old reference records")
+    # Two catalog reads a pass; the DDL runs once a month (partitions.py).
+    report.months_made = isolated.step(lambda: partitions.ensure(now), "sweep: months ahead")
+    report.months_rolled = isolated.step(lambda: partitions.roll_up(now), "sweep: months rolled up")
     if report.expired or report.given_up or report.republished or report.timed_out \
             or report.stuck or report.suspended or report.trials_ended or report.settled \
-            or report.brokers_down:
+            or report.months_made or report.months_rolled or report.brokers_down:
         log.info("sweep: %s", report)
     return report
 
