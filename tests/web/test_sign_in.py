@@ -13,8 +13,7 @@ from django.test import Client
 
 from jobs.models import Run
 from jobs.services import submission
-
-PASSWORD = "unused-password"  # tests.fixtures.make_actor's
+from tests.fixtures import PASSWORD  # make_actor's
 
 
 def test_sign_in_in_chinese_ends_on_the_board_and_sign_out_is_in_the_header(buyer: Any) -> None:
