@@ -120,7 +120,10 @@ class Attempt(models.Model):
 
 
 class Sample(models.Model):
-    """One metric of a run: the median of its repetitions, with the spread beside it."""
+    """One metric of a run: the median of its repetitions, with the spread beside it.
+
+    The table is partitioned by month of ``created_at`` (migration 0019, made ahead and rolled
+    up by jobs.services.partitions); in the database its key is (id, created_at)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
     metric = models.CharField(max_length=64)
