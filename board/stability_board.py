@@ -75,8 +75,11 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
                                          status__in=COUNTED).values("node_id", "due_at", "status",
                                                                      "job_id"))
     values: dict[tuple[int, str], list[float]] = defaultdict(list)
+    # A re-test's figures are written after it is due, so none is older than the window: the
+    # bound lets PostgreSQL skip the samples table's older months (jobs.services.partitions).
     for row in Sample.objects.filter(run__job_id__in=[r["job_id"] for r in retests if r["job_id"]],
-                                     metric__in=names).values("run__job_id", "metric", "value"):
+                                     metric__in=names, created_at__gte=start).values(
+                                         "run__job_id", "metric", "value"):
         values[(row["run__job_id"], row["metric"])].append(row["value"])
     pauses: dict[int, list[Pause]] = defaultdict(list)
     for p in RetestPause.objects.filter(node_id__in=every, end__gt=start, start__lt=end):
@@ -85,10 +88,15 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
     # Converted once, not per node and metric: a board page asks for 100 nodes x 3 metrics.
     span = (timezone.localtime(start), timezone.localtime(end))
     due = [timezone.localtime(r["due_at"]) for r in retests]
+    # Each node's re-tests found by its hosts' ids, in the order read: scanning every re-test
+    # for each node was 75 ms a page at 10,000 hosts re-tested 4 times a day (#35).
+    at_host: dict[int, list[int]] = defaultdict(list)
+    for i, r in enumerate(retests):
+        at_host[r["node_id"]].append(i)
     out: dict[int, dict[str, Stability]] = {}
     for node_id in ids:
-        mine = [(r, at) for r, at in zip(retests, due, strict=True)
-                if r["node_id"] in hosts[node_id]]
+        mine = [(retests[i], due[i]) for i in sorted(i for n in hosts[node_id]
+                                                      for i in at_host[n])]
         paused = [x for n in hosts[node_id] for x in pauses[n]]
         out[node_id] = {}
         for name in names:
