@@ -100,7 +100,9 @@ def test_what_only_the_host_reports_is_claimed_not_certified(
     with a GPU. Now they are the host's claims, listed on the certificate, never certified."""
     cert_request = certify(provider_owner, enrol_node("hz-1"), GOOD, django_capture_on_commit_callbacks)
     cert = cert_request.certificate
-    assert cert is not None and cert.tier == "partial"
+    # The outcome names the criterion that failed (ci12 read no certificate here once, without
+    # saying why; alone it passes).
+    assert cert is not None and cert.tier == "partial", (cert_request.status, cert_request.outcome)
     assert cert.document["claimed"] == ["storage.randread_iops", "storage.checkpoint_write",
                                         "training.dataloader_samples_per_s"]
     assert "what only its host reports" in cert.document["title"]
