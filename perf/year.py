@@ -15,11 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg import sql
+
+from jobs.services.partitions import Month
 
 # The "retest" suite's figures (network and storage), each with the metadata shape its probe
 # writes: a reference test carries its peer, the interval its repetitions reached, the
@@ -30,6 +32,8 @@ METRICS = (("network.tcp_throughput", "Gbit/s", True),
            ("storage.randread_clat_p99", "us", False), ("storage.seqread_bw", "GB/s", False))
 SAMPLES_PER_RUN = len(METRICS)
 RETESTS_PER_DAY = 4
+SAMPLES_BYTES = ("SELECT coalesce(sum(pg_total_relation_size(relid)), 0) "
+                 "FROM pg_partition_tree('jobs_sample')")
 
 
 @dataclass
@@ -46,12 +50,11 @@ class Loaded:
 
 
 def month_starts(start: datetime, end: datetime) -> list[datetime]:
-    first = datetime(start.year, start.month, 1, tzinfo=UTC)
-    out = [first]
-    while out[-1] < end:
-        after = out[-1] + timedelta(days=32)
-        out.append(datetime(after.year, after.month, 1, tzinfo=UTC))
-    return out
+    """The first instants of the months from ``start``'s through the one after ``end``'s: the
+    samples table's months (jobs.services.partitions.Month), as bounds."""
+    first, last = Month.of(start), Month.of(end).plus(1)
+    return [first.plus(i).start for i in range((last.year - first.year) * 12
+                                               + last.month - first.month + 1)]
 
 
 def load(database_url: str, node_ids: list[int], owner: int, samples: int, now: datetime,
@@ -65,6 +68,8 @@ def load(database_url: str, node_ids: list[int], owner: int, samples: int, now: 
     step = timedelta(days=1) / RETESTS_PER_DAY
     first_due = now - per_node * step
     with psycopg.connect(database_url, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(SAMPLES_BYTES)
+        before = _one(cur)  # the table may hold other sections' samples: counted apart
         cur.execute("SELECT coalesce(max(id), 0) FROM jobs_benchmarkjob")
         job_base = _one(cur) + 1
         cur.execute("SELECT coalesce(max(id), 0) FROM jobs_run")
@@ -140,9 +145,8 @@ def load(database_url: str, node_ids: list[int], owner: int, samples: int, now: 
         cur.execute("VACUUM ANALYZE jobs_run")
         cur.execute("VACUUM ANALYZE jobs_retest")
         cur.execute("VACUUM ANALYZE jobs_sample")
-        cur.execute("SELECT coalesce(sum(pg_total_relation_size(relid)), 0) "
-                    "FROM pg_partition_tree('jobs_sample')")
-        size = _one(cur)
+        cur.execute(SAMPLES_BYTES)
+        size = _one(cur) - before
     loaded = per_node * nodes
     return Loaded(samples=loaded * SAMPLES_PER_RUN, runs=loaded, months=len(months) - 1,
                   seconds=time.monotonic() - started, bytes_samples=int(size))
