@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from board import stability_board
 from fleet.models import Node, ReferenceEndpoint, RetestPause
 from jobs.models import Retest, Run
 from jobs.services import lifecycle, retests, submission
@@ -236,6 +238,38 @@ def test_shared_bandwidth_varies_by_time_of_day_and_a_dedicated_link_is_stable(
         "metric": "network.tcp_throughput", "profile": "quick", "evidence": "any"}).json()
     badges = {r["node"]["name"]: r["stability"]["verdict"] for r in board["results"]}
     assert badges == {"shared": "varies-by-hour", "dedicated": "stable"}
+
+
+def test_a_kept_stability_figure_moves_with_each_settled_re_test_and_with_the_window(
+        online: Any, clock: datetime, settings: Any) -> None:
+    # A node's figures are kept between pages (#35); what it was judged from names the key,
+    # so nothing a node does after, failing a re-test or waiting for its bad days to pass
+    # the window, keeps an older figure on show.
+    settings.RETEST_PER_DAY = 0
+    e = online("shared")
+    week(e, clock, lambda h: 0.3 if h >= 20 else 0.94)
+    metric = "network.tcp_throughput"
+
+    def read(now: datetime | None = None) -> Any:
+        return stability_board.figures([e.node.pk], [metric], now)[e.node.pk][metric]
+
+    first = read()
+    assert first.verdict == "varies-by-hour" and (first.retests, first.missed) == (12, 0)
+    with CaptureQueriesContext(connection) as kept:
+        assert read() == first
+    assert not [q["sql"] for q in kept.captured_queries if "jobs_sample" in q["sql"]]
+    # A re-test the node fails is in the next read at once.
+    due = timezone.now() - timedelta(hours=1)
+    retest = Retest.objects.create(node=e.node, due_at=due)
+    retests.tick(due)
+    report(e, Retest.objects.get(pk=retest.pk), 0.0, ok=False)
+    retests.tick(due + timedelta(minutes=1))
+    assert Retest.objects.get(pk=retest.pk).status == Retest.Status.MISSED
+    after = read()
+    assert (after.retests, after.missed) == (12, 1)
+    # A day on, the first day's six re-tests have left the window, and the figure with them.
+    later = read(clock + timedelta(days=settings.STABILITY_WINDOW_DAYS, hours=23))
+    assert (later.retests, later.missed) == (6, 1)
 
 
 def test_the_plan_ahead_is_never_shown_and_a_pause_is_the_providers_alone(
