@@ -76,8 +76,9 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
 
     A node's figures are kept (``judged_from``) until the set of its re-tests in the window
     changes: a re-test settles, or the oldest one leaves the window. Judging every node of a
-    page afresh, with its samples read, was 160 of a computed board's 260 ms at 10,000 hosts
-    re-tested 4 times a day (#35), and the page is computed each time a re-test settles."""
+    page afresh, with its samples read, made a computed board page 260 ms in process at
+    10,000 hosts re-tested 4 times a day (86 ms with them kept, #35), and at that size a
+    page is computed every few seconds, each time a re-test settles."""
     ids, names = list(node_ids), list(wanted)
     start, end = window(now)
     # A host enrolled again under a new name keeps its record (fleet.services.identity).
@@ -143,8 +144,9 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
     return out
 
 
-# A kept figure's key names everything it was judged from, so a changed record is a new key
-# and an old key is simply never read again; it expires after the window's last re-test could.
+# A kept figure's key names everything it was judged from: a changed record is a new key,
+# and an old one is never read again. A day bounds what old keys hold in the cache; a key
+# still current after it is judged again.
 KEPT_SECONDS = 24 * 3600
 
 
