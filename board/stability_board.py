@@ -64,8 +64,7 @@ def new_nodes(node_ids: Iterable[int], now: datetime | None = None,
     # earliest of every done re-test was 15 ms of a board page at 143 re-tests a host (#35).
     old = Retest.objects.filter(node_id=OuterRef("pk"), status=Retest.Status.DONE,
                                 due_at__lte=since)
-    known = set(Node.objects.filter(pk__in=every).annotate(known=Exists(old))
-                .filter(known=True).values_list("pk", flat=True))
+    known = set(Node.objects.filter(Exists(old), pk__in=every).values_list("pk", flat=True))
     return {n for n in ids if not any(h in known for h in hosts[n])}
 
 
@@ -101,19 +100,23 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
     out: dict[int, dict[str, Stability]] = {n: {} for n in ids}
     # Kept only where the re-tests alone decide: a pause's share of the window moves with
     # the window, and a node with no re-test is judged in no time.
-    keys = {(n, name): f"stability:{n}:{name}:{digest}"
-            for n in ids if mine[n] and not paused[n]
-            for digest in (judged_from(mine[n]),) for name in names}
+    keys: dict[tuple[int, str], str] = {}
+    for n in ids:
+        if mine[n] and not paused[n]:
+            digest = judged_from(mine[n])
+            keys |= {(n, name): f"stability:{n}:{name}:{digest}" for name in names}
     found = cache.get_many(list(keys.values())) if keys else {}
     for (n, name), key in keys.items():
         if key in found:
             out[n][name] = found[key]
     todo = [n for n in ids if len(out[n]) < len(names)]
-    retests = {r["id"]: r for r in Retest.objects.filter(
-        pk__in=[pk for n in todo for pk, _status in mine[n]]).values("id", "due_at", "status",
-                                                                     "job_id")} if todo else {}
-    values: dict[tuple[int, str], list[float]] = defaultdict(list)
-    jobs = [r["job_id"] for r in retests.values() if r["job_id"]]
+    # The hour and job of each re-test judged afresh; its status is the one its key names.
+    due: dict[int, tuple[datetime, int | None]] = {
+        pk: (at, job) for pk, at, job in Retest.objects.filter(
+            pk__in=[pk for n in todo for pk, _status in mine[n]]).values_list(
+                "id", "due_at", "job_id")} if todo else {}
+    values: dict[tuple[int | None, str], list[float]] = defaultdict(list)
+    jobs = [job for _at, job in due.values() if job]
     # A re-test's figures are written after it is due, so none is older than the window: the
     # bound lets PostgreSQL skip the samples table's older months (jobs.services.partitions).
     for row in Sample.objects.filter(run__job_id__in=jobs, metric__in=names,
@@ -124,14 +127,15 @@ def figures(node_ids: Iterable[int], wanted: Iterable[str], now: datetime | None
     span = (timezone.localtime(start), timezone.localtime(end))
     judged: dict[str, Stability] = {}
     for node_id in todo:
-        observed = [(retests[pk], timezone.localtime(retests[pk]["due_at"]))
-                    for pk, _status in mine[node_id]]
+        # (A re-test deleted between the two reads, with its node, is simply not there.)
+        observed = [(status, timezone.localtime(due[pk][0]), due[pk][1])
+                    for pk, status in mine[node_id] if pk in due]
         for name in names:
             better = metrics.METRICS[name].higher_is_better
             observations = []
-            for r, at in observed:
-                got = values.get((r["job_id"], name), [])
-                if r["status"] == Retest.Status.MISSED:
+            for status, at, job in observed:
+                got = values.get((job, name), [])
+                if status == Retest.Status.MISSED:
                     observations.append(Observation(at, None))
                 elif got:  # a done re-test that did not measure this metric says nothing
                     worst = min(got) if better else max(got)

@@ -52,9 +52,10 @@ class Loaded:
 def month_starts(start: datetime, end: datetime) -> list[datetime]:
     """The first instants of the months from ``start``'s through the one after ``end``'s: the
     samples table's months (jobs.services.partitions.Month), as bounds."""
-    first, last = Month.of(start), Month.of(end).plus(1)
-    return [first.plus(i).start for i in range((last.year - first.year) * 12
-                                               + last.month - first.month + 1)]
+    months, last = [Month.of(start)], Month.of(end).plus(1)
+    while months[-1] < last:
+        months.append(months[-1].plus(1))
+    return [m.start for m in months]
 
 
 def load(database_url: str, node_ids: list[int], owner: int, samples: int, now: datetime,
