@@ -120,6 +120,10 @@ def test_the_job_page_follows_a_running_job_live(board: Any, page: Any, live_ser
     client.force_login(buyer.user)
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
                                "url": live_server.url}])
+    # Served with its state, before the script's first answer (it said "…" until then, and
+    # the reloaded page below was once read in that moment: ci14).
+    served = client.get(f"/en/jobs/{job.pk}/").content.decode()
+    assert '<b id="job-status" data-status="queued">queued</b>' in served
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
     page.wait_for_function("document.getElementById('job-status').textContent === 'queued'")
     claim = lifecycle.claim(node.node, job.runs.get().pk)

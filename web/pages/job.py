@@ -55,7 +55,9 @@ def jobs_page(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(BenchmarkJob, pk=job_id, owner=request.user)
+    # The state as the page is served, as the API would give it: the script then follows it
+    # (a page read before the script's first answer said "…").
     context: dict[str, Any] = {"job": job, "states": {k: _(v) for k, v in words.STATES.items()},
-                               "results": job_results(job)}
+                               "status": job.overall_status(), "results": job_results(job)}
     return render(request, "web/job.html", context)
 
