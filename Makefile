@@ -55,11 +55,11 @@ PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} $(PYTEST_RUN)
 # live server. The tests that measure or check the whole machine run alone after it.
 TEST_WORKERS ?= 2
 
-# The `beside` tests (the demo's, then the links lab's) run during the parallel part, one
-# after the other in a process of their own, on a database of its own; their output is kept
-# and shown after it, and the make fails when either part does. One process, not two: with
-# both labs beside the two test processes, a loopback RTT took 28 ms and the certification
-# tests that bound it failed.
+# The `beside` tests (the demo's, then the quick full suite's) run during the parallel part,
+# one after the other in a process of their own, on a database of its own; their output is
+# kept and shown after it, and the make fails when either part does. One process, not two:
+# with two labs beside the two test processes, a loopback RTT took 28 ms and the
+# certification tests that bound it failed.
 BESIDE_LOG = var/test-output/beside.log
 BESIDE = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)}_beside $(PYTEST_RUN)
 

@@ -31,7 +31,7 @@ from typing import Any
 from benchmarks import nvml
 from benchmarks.gpu_lines import render
 from benchmarks.gpu_report import report
-from benchmarks.probes import isolated
+from benchmarks.probes import cpu_threads, isolated
 from benchmarks.probes.base import ProbeError
 
 SIZES = (2048, 4096, 8192)
@@ -60,6 +60,10 @@ def measure_devices(config: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.probes import gpu
 
     cuda = config.get("device") != "cpu" and torch.cuda.is_available()
+    # The CPU measured on cores it shares, with what it may use (benchmarks.probes.cpu_threads).
+    threads = cpu_threads.configured()
+    if not cuda and threads:
+        torch.set_num_threads(threads)
     if config.get("device") != "cpu" and not cuda:
         raise ProbeError(f"torch {torch.__version__} sees no CUDA device: install the CUDA "
                          "build of torch (requirements.txt says how)")

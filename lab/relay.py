@@ -339,13 +339,17 @@ def forwarding_overhead(delay: float, rounds: int = 30) -> float:
     return min(overhead, MAX_OVERHEAD)
 
 
+# The relays' real-time priority; a reference's echo runs above it (lab.procs.echo_priority).
+REALTIME_PRIORITY = 10
+
+
 def realtime() -> None:
     """Wake on time on a busy machine: real-time scheduling where allowed (root).
 
     The relay sleeps almost all the time and spins at most SPIN per chunk, so it cannot
     starve the machine; without this, a loaded two-core host adds half a millisecond."""
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
     except (PermissionError, AttributeError, OSError):
         pass
 

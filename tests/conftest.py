@@ -5,6 +5,7 @@ Everything is real: PostgreSQL (DATABASE_URL), redis-server, iperf3, Celery work
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 from hypothesis import settings as hypothesis_settings
 
+from benchmarks.probes import cpu_threads
 from lab import procs
 
 pytest_plugins = ["tests.fixtures", "tests.fixtures.webhooks"]
@@ -158,6 +160,11 @@ def worker_factory(run_dir: Path) -> Iterator[WorkerFactory]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Two test processes and the demo's lab share this machine's two cores, as the lab's
+    # hosts do: torch in each (the GPU probe on the CPU, gpu-check, the training ranks) takes
+    # one thread, as a lab host's does (lab.procs.NODE_WORKER_ENV). With one a core each,
+    # test_gpu_check's matmuls took 50 s beside the suite, 2.4 s alone.
+    os.environ.setdefault(cpu_threads.ENV, "1")
     # Tests run in ACL mode against their own Redis; the machine's Redis is not touched.
     settings.NODE_BROKER_ACL = True
     # A reference agent's post is a PostgreSQL commit, and beside the demo's fio and

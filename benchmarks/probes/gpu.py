@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks import nvml
 from benchmarks.nvml import NO_GPU
-from benchmarks.probes import isolated
+from benchmarks.probes import cpu_threads, isolated
 from benchmarks.probes.base import Probe, ProbeError
 from contract import metrics
 from contract.sample import Sample, summarise
@@ -66,6 +66,10 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
         meta["device_name"] = torch.cuda.get_device_name(device)
         meta["inventory"] = nvml.inventory()
     else:
+        # Where the host shares its cores, with what it may use (benchmarks.probes.cpu_threads).
+        threads = cpu_threads.configured()
+        if threads:
+            torch.set_num_threads(threads)
         meta |= {"gpu": NO_GPU, "inventory": NO_GPU, "cpu_threads": torch.get_num_threads()}
     samples: list[Sample] = []
     for metric, dtype in (("gpu.matmul_tflops_fp32", torch.float32),

@@ -19,6 +19,8 @@ from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
+from benchmarks.probes import cpu_threads
+
 MIB = 1 << 20
 GB = 1e9
 WARMUP_STEPS = 3
@@ -69,14 +71,12 @@ def rank_main(local_rank: int, config: dict[str, Any], result_path: str) -> None
         device = torch.device("cpu")
         # Ranks share the cores: without this each would start one thread per core and
         # the figures would measure oversubscription. BENCH_TORCH_THREADS says otherwise
-        # where several hosts share one machine's cores (the lab: lab.procs.NODE_WORKER_ENV).
+        # where several hosts share one machine's cores (benchmarks.probes.cpu_threads).
         # There two hosts' ranks of two threads each on two cores computed faster inside a
         # synced step, while the other rank waited on the link, than in the no-sync loop,
         # where both computed at once: a step of 454 ms against 549 ms of computation, which
         # the intake rightly refuses from a host of its own.
-        threads = os.environ.get("BENCH_TORCH_THREADS", "")
-        torch.set_num_threads(int(threads) if threads.isdigit() and int(threads) > 0
-                              else max(1, (os.cpu_count() or 1) // local_ranks))
+        torch.set_num_threads(cpu_threads.for_ranks(local_ranks))
     # A rank stuck in a collective fails after this long instead of hanging (the launcher's
     # process group is also killed by the probe on its own timeout).
     dist.init_process_group(backend, rank=rank, world_size=world_size,
