@@ -4,8 +4,6 @@ peak; on a CPU-only host, figures measured on the CPU, under the CPU bound, and 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -90,24 +88,24 @@ def test_the_tf32_switch_is_set_for_one_measurement_and_restored() -> None:
 
 
 @pytest.mark.skipif(CUDA, reason="this host has a GPU: the CPU's threads do not apply")
-@pytest.mark.parametrize("threads", ["1", "2", ""])
+@pytest.mark.parametrize("threads", [1, 2])
 def test_on_a_cpu_it_computes_with_the_threads_a_host_sharing_its_cores_may_use(
-        threads: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """BENCH_TORCH_THREADS (benchmarks.probes.cpu_threads): the lab's hosts share one
-    machine's cores; unset, torch's own count (one a core) stands."""
-    monkeypatch.setenv(cpu_threads.ENV, threads)
+    machine's cores."""
+    monkeypatch.setenv(cpu_threads.ENV, str(threads))
     params = {name: float(p.default) for name, p in PARAMS.items()} | {
         "matmul_n": 64, "memcpy_mib": 1, "repetitions": 1}
     probe = GpuProbe(ProbeContext(params=params))
     probe.prepare()
     found = {s.metric: s for s in probe.run()}
-    used = found["gpu.matmul_tflops_fp32"].metadata["cpu_threads"]
-    assert used == (int(threads) if threads else torch_default_threads())
+    assert found["gpu.matmul_tflops_fp32"].metadata["cpu_threads"] == threads
 
 
-def torch_default_threads() -> int:
-    """What a fresh torch process computes with (this one's may have been set by a test)."""
-    env = {k: v for k, v in os.environ.items() if k != cpu_threads.ENV}
-    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
-                          env=env, capture_output=True, text=True, check=True, timeout=60)
-    return int(done.stdout.split()[-1])
+@pytest.mark.parametrize(("value", "count"), [("3", 3), ("", None), ("0", None), ("two", None),
+                                              ("-1", None)])
+def test_only_a_positive_count_is_taken_else_the_ranks_share_the_cores(
+        value: str, count: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cpu_threads.ENV, value)
+    assert cpu_threads.configured() == count
+    assert cpu_threads.for_ranks(2) == (count or max(1, (os.cpu_count() or 1) // 2))
