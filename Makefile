@@ -48,7 +48,7 @@ services:
 demo: setup
 	$(PY) -m lab.demo
 
-# The 25 slowest tests are printed with every run: where the suite's time goes is visible.
+# The 60 slowest tests are printed with every run: where the suite's time goes is visible.
 PYTEST_RUN = DB_CONN_MAX_AGE=0 $(VENV)/bin/pytest -q --durations=60
 PYTEST = DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} $(PYTEST_RUN)
 # Test processes of the parallel part (pytest-xdist); each has its own database, Redis and
