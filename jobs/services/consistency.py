@@ -238,9 +238,15 @@ def within_nic_rate(f: Facts) -> Violation | None:
 def busbw_within_link(f: Facts) -> Violation | None:
     """All-reduce bus bandwidth cannot beat the slowest link this node measured in the job,
     but for the burst a link carries at a message's start (burst_allowance); on one node,
-    the enrolled model's own interconnect (single_node_busbw_limit)."""
+    the enrolled model's own interconnect (single_node_busbw_limit).
+
+    A link carries at least its fastest repetition: that, not the median, bounds the ring.
+    A 2 s test of a 200 Mbit/s link of 30 ms round trips, slow start counted, read 0.171
+    Gbit/s as its median where tbf carries 0.191, and the demo's honest 32 MiB all-reduce at
+    0.182 was refused (CI of stop 49)."""
     busbw = f.value("training.allreduce_busbw")
-    links = [s["value"] for s in f.samples if s["metric"] == "network.internode_throughput"]
+    links = [s["max"] if s.get("max") is not None else s["value"] for s in f.samples
+             if s["metric"] == "network.internode_throughput"]
     if busbw is None:
         return None
     if not links:
