@@ -60,10 +60,8 @@ def measure_devices(config: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.probes import gpu
 
     cuda = config.get("device") != "cpu" and torch.cuda.is_available()
-    # The CPU measured on cores it shares, with what it may use (benchmarks.probes.cpu_threads).
-    threads = cpu_threads.configured()
-    if not cuda and threads:
-        torch.set_num_threads(threads)
+    if not cuda:
+        cpu_threads.apply(torch)  # the CPU measured on cores it shares, with what it may use
     if config.get("device") != "cpu" and not cuda:
         raise ProbeError(f"torch {torch.__version__} sees no CUDA device: install the CUDA "
                          "build of torch (requirements.txt says how)")

@@ -10,6 +10,7 @@ a host may use; unset, the probe's own default stands.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 ENV = "BENCH_TORCH_THREADS"
 
@@ -23,3 +24,11 @@ def configured() -> int | None:
 def for_ranks(local_ranks: int) -> int:
     """Threads for each of ``local_ranks`` processes sharing this host's cores."""
     return configured() or max(1, (os.cpu_count() or 1) // local_ranks)
+
+
+def apply(torch: Any) -> None:
+    """torch's threads set to BENCH_TORCH_THREADS where it is set (a measurement on the CPU
+    of a host that shares its cores); torch's own count otherwise."""
+    threads = configured()
+    if threads:
+        torch.set_num_threads(threads)

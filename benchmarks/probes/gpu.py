@@ -66,10 +66,7 @@ def measure(config: dict[str, Any]) -> list[dict[str, Any]]:
         meta["device_name"] = torch.cuda.get_device_name(device)
         meta["inventory"] = nvml.inventory()
     else:
-        # Where the host shares its cores, with what it may use (benchmarks.probes.cpu_threads).
-        threads = cpu_threads.configured()
-        if threads:
-            torch.set_num_threads(threads)
+        cpu_threads.apply(torch)  # where the host shares its cores, what it may use
         meta |= {"gpu": NO_GPU, "inventory": NO_GPU, "cpu_threads": torch.get_num_threads()}
     samples: list[Sample] = []
     for metric, dtype in (("gpu.matmul_tflops_fp32", torch.float32),

@@ -34,8 +34,8 @@ GBIT = 1e9
 BUSY_RETRIES = 10
 # "authorization failed": the reference's agent writes a granted turn into its server's
 # users file within a pass of its loop (half a second); a test started before that is
-# refused, and tried again soon: waiting the busy retry's half second after it held six
-# turns in ten 0.5 s longer than their 2 s test (the demo's references, stop 49).
+# refused, and tried again soon: waiting the busy retry's half second after it held most
+# of the demo's turns 0.5 s longer than their 2 s test (2.7 s against 2.2, stop 49).
 AUTH_REFUSED = "authorization failed"
 AUTH_RETRY_S = 0.1
 QUICK_AUTH_RETRIES = 5  # then as a busy server, with every busy retry still to come

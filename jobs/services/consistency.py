@@ -241,7 +241,7 @@ def busbw_within_link(f: Facts) -> Violation | None:
     the enrolled model's own interconnect (single_node_busbw_limit).
 
     A link carries at least its fastest repetition: that, not the median, bounds the ring.
-    A 2 s test of a 200 Mbit/s link of 30 ms round trips, slow start counted, read 0.171
+    A 2 s test of a 200 Mbit/s link with its relays' delay, slow start counted, read 0.171
     Gbit/s as its median where tbf carries 0.191, and the demo's honest 32 MiB all-reduce at
     0.182 was refused (CI of stop 49)."""
     busbw = f.value("training.allreduce_busbw")
